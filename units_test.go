@@ -1,0 +1,229 @@
+package semaphore_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"testing/synctest"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fairsem/semaphore"
+)
+
+// Rule 10.
+
+func TestUnits_AcquireTryConsumeOwnTheirUnits(t *testing.T) {
+	s := semaphore.New(10)
+	u, err := s.AcquireUnits(context.Background(), 3)
+	require.NoError(t, err)
+	assert.Equal(t, int64(3), u.Count())
+	assert.Same(t, s, u.Semaphore())
+
+	v, ok := s.TryAcquireUnits(4)
+	require.True(t, ok)
+	assert.Equal(t, int64(4), v.Count())
+	none, ok := s.TryAcquireUnits(4)
+	assert.False(t, ok)
+	assert.Nil(t, none)
+
+	c := s.ConsumeUnits(5)
+	assert.Equal(t, int64(5), c.Count())
+	assert.Equal(t, int64(0), s.Available(), "3+4+5 of 10: in debt by 2")
+
+	u.Release()
+	v.Release()
+	c.Release()
+	assert.Equal(t, int64(10), s.Available())
+}
+
+func TestUnits_ReleaseIsIdempotentAndNilSafe(t *testing.T) {
+	s := semaphore.New(2)
+	u, err := s.AcquireUnits(context.Background(), 2)
+	require.NoError(t, err)
+	u.Release()
+	u.Release()
+	assert.Equal(t, int64(2), s.Available(), "returned once, not twice (which would panic)")
+	assert.Equal(t, int64(0), u.Count())
+
+	var missing *semaphore.Units
+	assert.NotPanics(t, missing.Release, "the Release deferred after a failed acquire does nothing")
+	assert.Equal(t, int64(0), missing.Count())
+}
+
+func TestUnits_ConcurrentReleaseReturnsUnitsExactlyOnce(t *testing.T) {
+	s := semaphore.New(1000)
+	for range 50 {
+		u, err := s.AcquireUnits(context.Background(), 1000)
+		require.NoError(t, err)
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Go(u.Release)
+		}
+		wg.Wait()
+		require.Equal(t, int64(1000), s.Available())
+	}
+}
+
+func TestUnits_ReturnGivesBackPart(t *testing.T) {
+	s := semaphore.New(5, semaphore.WithName("mem"))
+	u, err := s.AcquireUnits(context.Background(), 5)
+	require.NoError(t, err)
+	require.NoError(t, u.Return(2))
+	assert.Equal(t, int64(3), u.Count())
+	assert.Equal(t, int64(2), s.Available())
+
+	err = u.Return(4)
+	require.ErrorIs(t, err, semaphore.ErrInsufficientUnits)
+	assert.Equal(t, `semaphore "mem": Return 4 units: the units hold only 3`, err.Error())
+	assert.Equal(t, int64(3), u.Count(), "a failed Return changes nothing")
+	assert.Equal(t, int64(2), s.Available())
+	requirePanic(t, "Units.Return(-1): negative units", func() { _ = u.Return(-1) })
+	u.Release()
+}
+
+func TestUnits_ReturnWakesWaiters(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := semaphore.New(4)
+		u, err := s.AcquireUnits(context.Background(), 4)
+		require.NoError(t, err)
+		calls := queue(context.Background(), s, 2)
+		require.NoError(t, u.Return(2))
+		synctest.Wait()
+		assert.Equal(t, map[int]error{0: nil}, finished(calls))
+		u.Release()
+		s.Release(2)
+	})
+}
+
+func TestUnits_SplitMovesUnitsIntoANewOwner(t *testing.T) {
+	s := semaphore.New(8)
+	u, err := s.AcquireUnits(context.Background(), 8)
+	require.NoError(t, err)
+	part, err := u.Split(3)
+	require.NoError(t, err)
+	assert.Equal(t, int64(3), part.Count())
+	assert.Equal(t, int64(5), u.Count())
+	assert.Same(t, s, part.Semaphore())
+	assert.Equal(t, int64(0), s.Available(), "splitting returns nothing")
+
+	none, err := u.Split(6)
+	assert.ErrorIs(t, err, semaphore.ErrInsufficientUnits)
+	assert.Nil(t, none)
+	assert.Equal(t, int64(5), u.Count())
+
+	part.Release()
+	assert.Equal(t, int64(3), s.Available())
+	u.Release()
+	assert.Equal(t, int64(8), s.Available())
+}
+
+func TestUnits_AdoptMergesUnitsOfTheSameSemaphore(t *testing.T) {
+	s := semaphore.New(6)
+	a, _ := s.TryAcquireUnits(2)
+	b, _ := s.TryAcquireUnits(3)
+	require.NoError(t, a.Adopt(b))
+	assert.Equal(t, int64(5), a.Count())
+	assert.Equal(t, int64(0), b.Count())
+	b.Release()
+	assert.Equal(t, int64(1), s.Available(), "the adopted units are a's now")
+	require.NoError(t, a.Adopt(a), "adopting itself does nothing")
+	require.NoError(t, a.Adopt(nil))
+	assert.Equal(t, int64(5), a.Count())
+	a.Release()
+	assert.Equal(t, int64(6), s.Available())
+}
+
+func TestUnits_AdoptRefusesAnotherSemaphoresUnits(t *testing.T) {
+	s := semaphore.New(2, semaphore.WithName("a"))
+	other := semaphore.New(2, semaphore.WithName("b"))
+	u, _ := s.TryAcquireUnits(1)
+	v, _ := other.TryAcquireUnits(2)
+	err := u.Adopt(v)
+	require.ErrorIs(t, err, semaphore.ErrDifferentSemaphore)
+	assert.Equal(t, `semaphore "a": Adopt 2 units of semaphore "b"`, err.Error())
+	assert.Equal(t, int64(1), u.Count(), "nothing changed")
+	assert.Equal(t, int64(2), v.Count())
+	u.Release()
+	v.Release()
+}
+
+func TestUnits_DetachKeepsTheUnitsTaken(t *testing.T) {
+	s := semaphore.New(4)
+	u, _ := s.TryAcquireUnits(3)
+	assert.Equal(t, int64(3), u.Detach())
+	assert.Equal(t, int64(0), u.Count())
+	u.Release()
+	assert.Equal(t, int64(1), s.Available(), "detached units are not returned by Release")
+	s.Release(3)
+	assert.Equal(t, int64(4), s.Available())
+}
+
+func TestUnits_ReturnedToABrokenSemaphoreAreDropped(t *testing.T) {
+	s := semaphore.New(3)
+	u, _ := s.TryAcquireUnits(3)
+	s.Break(errors.New("closing"))
+	assert.NotPanics(t, func() {
+		require.NoError(t, u.Return(1))
+		u.Release()
+	})
+	assert.Equal(t, int64(0), u.Count())
+	assert.Equal(t, int64(0), s.Available())
+}
+
+// Rule 11.
+
+func TestWithSemaphore_ReleasesOnReturnAndError(t *testing.T) {
+	s := semaphore.New(2)
+	err := semaphore.WithSemaphore(context.Background(), s, 2, func(context.Context) error {
+		assert.Equal(t, int64(0), s.Available(), "fn runs holding the units")
+		return nil
+	})
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), s.Available())
+
+	boom := errors.New("boom")
+	err = semaphore.WithSemaphore(context.Background(), s, 1, func(context.Context) error { return boom })
+	assert.ErrorIs(t, err, boom)
+	assert.Equal(t, int64(2), s.Available())
+}
+
+func TestWithSemaphore_ReleasesThenPropagatesAPanic(t *testing.T) {
+	s := semaphore.New(1)
+	assert.PanicsWithValue(t, "in fn", func() {
+		_ = semaphore.WithSemaphore(context.Background(), s, 1, func(context.Context) error { panic("in fn") })
+	})
+	assert.Equal(t, int64(1), s.Available())
+	assert.PanicsWithValue(t, "in fn", func() {
+		_, _ = semaphore.WithSemaphoreValue(context.Background(), s, 1, func(context.Context) (int, error) { panic("in fn") })
+	})
+	assert.Equal(t, int64(1), s.Available())
+}
+
+func TestWithSemaphore_DoesNotCallFnWhenTheAcquireFails(t *testing.T) {
+	s := semaphore.New(1)
+	called := false
+	err := semaphore.WithSemaphore(context.Background(), s, 2, func(context.Context) error { called = true; return nil })
+	assert.ErrorIs(t, err, semaphore.ErrTooLarge)
+	v, err := semaphore.WithSemaphoreValue(context.Background(), s, 2, func(context.Context) (string, error) {
+		called = true
+		return "x", nil
+	})
+	assert.ErrorIs(t, err, semaphore.ErrTooLarge)
+	assert.Equal(t, "", v)
+	assert.False(t, called)
+}
+
+func TestWithSemaphoreValue_ReturnsFnsResult(t *testing.T) {
+	s := semaphore.New(3)
+	type key struct{}
+	ctx := context.WithValue(context.Background(), key{}, "carried")
+	v, err := semaphore.WithSemaphoreValue(ctx, s, 3, func(ctx context.Context) (string, error) {
+		return ctx.Value(key{}).(string), nil
+	})
+	require.NoError(t, err)
+	assert.Equal(t, "carried", v, "fn receives the caller's context")
+	assert.Equal(t, int64(3), s.Available())
+}
