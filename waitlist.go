@@ -247,14 +247,14 @@ func (s *Semaphore) acquireSlow(ctx context.Context, done <-chan struct{}, n int
 		w.park.Wait()
 		outcome = w.n
 		// If the timer fired but did not settle w, onTimer may still be reading
-		// w: leave the node to the garbage collector rather than reuse it.
+		// w: leave the node untouched to the garbage collector.
 		reuse = outcome == settledTimedOut || t.Stop()
 	default:
 		w.park.Wait()
 		outcome = w.n
 	}
-	w.sem, w.ch = nil, nil
 	if reuse {
+		w.sem, w.ch = nil, nil // a pooled node keeps no semaphore alive
 		waiterPool.Put(w)
 	}
 	waited := time.Since(start)
