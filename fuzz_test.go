@@ -148,7 +148,9 @@ func (r *reader) byte() byte {
 	return r.b[r.i-1]
 }
 
-func (h *harness) logf(format string, args ...any) { h.log = append(h.log, fmt.Sprintf(format, args...)) }
+func (h *harness) logf(format string, args ...any) {
+	h.log = append(h.log, fmt.Sprintf(format, args...))
+}
 
 func (h *harness) fatalf(format string, args ...any) {
 	h.t.Helper()

@@ -1,0 +1,355 @@
+package semaphore_test
+
+import (
+	"context"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	xsem "golang.org/x/sync/semaphore"
+
+	"github.com/fairsem/semaphore"
+)
+
+// The peers, each run in the same `go test -bench` as this package under the
+// sub-benchmark key impl=NAME, so benchstat can compare them side by side:
+//
+//	go test -run '^$' -bench . -count 10 . | tee new.txt
+//	benchstat -col /impl new.txt
+//
+// impl=fairsem is this package, impl=xsync golang.org/x/sync/semaphore.Weighted,
+// impl=channel a buffered channel used as a semaphore, impl=mutex sync.Mutex.
+
+type chanSem chan struct{}
+
+func (c chanSem) acquire() { c <- struct{}{} }
+func (c chanSem) release() { <-c }
+func (c chanSem) tryAcquire() bool {
+	select {
+	case c <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+// work stands for the tiny critical section of the contended benchmarks.
+//
+//go:noinline
+func work() {
+	for i := 0; i < 16; i++ {
+		sinkInt += i
+	}
+}
+
+var sinkInt int
+
+// P1: uncontended Acquire(ctx, 1) + Release(1).
+func BenchmarkAcquireRelease(b *testing.B) {
+	ctx := context.Background()
+	b.Run("impl=fairsem", func(b *testing.B) {
+		s := semaphore.New(1)
+		b.ReportAllocs()
+		for b.Loop() {
+			_ = s.Acquire(ctx, 1)
+			s.Release(1)
+		}
+	})
+	b.Run("impl=xsync", func(b *testing.B) {
+		s := xsem.NewWeighted(1)
+		b.ReportAllocs()
+		for b.Loop() {
+			_ = s.Acquire(ctx, 1)
+			s.Release(1)
+		}
+	})
+	b.Run("impl=channel", func(b *testing.B) {
+		c := make(chanSem, 1)
+		b.ReportAllocs()
+		for b.Loop() {
+			c.acquire()
+			c.release()
+		}
+	})
+	b.Run("impl=mutex", func(b *testing.B) {
+		var mu sync.Mutex
+		b.ReportAllocs()
+		for b.Loop() {
+			mu.Lock()
+			//lint:ignore SA2001 the empty critical section is what is measured
+			mu.Unlock()
+		}
+	})
+}
+
+// P2: uncontended TryAcquire(1) + Release(1).
+func BenchmarkTryAcquireRelease(b *testing.B) {
+	b.Run("impl=fairsem", func(b *testing.B) {
+		s := semaphore.New(1)
+		b.ReportAllocs()
+		for b.Loop() {
+			s.TryAcquire(1)
+			s.Release(1)
+		}
+	})
+	b.Run("impl=xsync", func(b *testing.B) {
+		s := xsem.NewWeighted(1)
+		b.ReportAllocs()
+		for b.Loop() {
+			s.TryAcquire(1)
+			s.Release(1)
+		}
+	})
+	b.Run("impl=channel", func(b *testing.B) {
+		c := make(chanSem, 1)
+		b.ReportAllocs()
+		for b.Loop() {
+			c.tryAcquire()
+			c.release()
+		}
+	})
+	b.Run("impl=mutex", func(b *testing.B) {
+		var mu sync.Mutex
+		b.ReportAllocs()
+		for b.Loop() {
+			mu.TryLock()
+			mu.Unlock()
+		}
+	})
+}
+
+// P7: AcquireUnits + Units.Release against the plain pair.
+func BenchmarkAcquireUnitsRelease(b *testing.B) {
+	ctx := context.Background()
+	b.Run("impl=fairsem", func(b *testing.B) {
+		s := semaphore.New(1)
+		b.ReportAllocs()
+		for b.Loop() {
+			u, _ := s.AcquireUnits(ctx, 1)
+			u.Release()
+		}
+	})
+	b.Run("impl=fairsem-plain", func(b *testing.B) {
+		s := semaphore.New(1)
+		b.ReportAllocs()
+		for b.Loop() {
+			_ = s.Acquire(ctx, 1)
+			s.Release(1)
+		}
+	})
+}
+
+// reportQueued reports how many acquisitions per op had to wait, so that allocs/op
+// can be read per blocked call.
+func reportQueued(b *testing.B, s *semaphore.Semaphore) {
+	b.ReportMetric(float64(s.Stats().Queued)/float64(b.N), "queued/op")
+}
+
+// P3: capacity-1 handoff under contention, strict FIFO. Run with -cpu 2,4,8.
+func BenchmarkHandoff(b *testing.B) {
+	ctx := context.Background()
+	b.Run("impl=fairsem", func(b *testing.B) {
+		s := semaphore.New(1)
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				_ = s.Acquire(ctx, 1)
+				work()
+				s.Release(1)
+			}
+		})
+		reportQueued(b, s)
+	})
+	b.Run("impl=xsync", func(b *testing.B) {
+		s := xsem.NewWeighted(1)
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				_ = s.Acquire(ctx, 1)
+				work()
+				s.Release(1)
+			}
+		})
+	})
+	b.Run("impl=channel", func(b *testing.B) {
+		c := make(chanSem, 1)
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				c.acquire()
+				work()
+				c.release()
+			}
+		})
+	})
+	b.Run("impl=mutex", func(b *testing.B) {
+		var mu sync.Mutex
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				mu.Lock()
+				work()
+				mu.Unlock()
+			}
+		})
+	})
+}
+
+// P4: the blocking path with a deadline: AcquireTimeout against x/sync's Acquire
+// with a context.WithTimeout per call (what x/sync users must write), plus this
+// package's Acquire with the same context for reference.
+func BenchmarkHandoffTimeout(b *testing.B) {
+	const d = time.Second
+	b.Run("impl=fairsem", func(b *testing.B) {
+		s := semaphore.New(1)
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				if s.AcquireTimeout(d, 1) == nil {
+					work()
+					s.Release(1)
+				}
+			}
+		})
+		reportQueued(b, s)
+	})
+	b.Run("impl=fairsem-ctx", func(b *testing.B) {
+		s := semaphore.New(1)
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				ctx, cancel := context.WithTimeout(context.Background(), d)
+				if s.Acquire(ctx, 1) == nil {
+					work()
+					s.Release(1)
+				}
+				cancel()
+			}
+		})
+		reportQueued(b, s)
+	})
+	b.Run("impl=xsync", func(b *testing.B) {
+		s := xsem.NewWeighted(1)
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				ctx, cancel := context.WithTimeout(context.Background(), d)
+				if s.Acquire(ctx, 1) == nil {
+					work()
+					s.Release(1)
+				}
+				cancel()
+			}
+		})
+	})
+}
+
+// P5: weighted requests of 1..8 units on a capacity of 16.
+func BenchmarkWeightedMix(b *testing.B) {
+	ctx := context.Background()
+	b.Run("impl=fairsem", func(b *testing.B) {
+		s := semaphore.New(16)
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			n := int64(0)
+			for pb.Next() {
+				n = n%8 + 1
+				_ = s.Acquire(ctx, n)
+				work()
+				s.Release(n)
+			}
+		})
+		reportQueued(b, s)
+	})
+	b.Run("impl=xsync", func(b *testing.B) {
+		s := xsem.NewWeighted(16)
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			n := int64(0)
+			for pb.Next() {
+				n = n%8 + 1
+				_ = s.Acquire(ctx, n)
+				work()
+				s.Release(n)
+			}
+		})
+	})
+}
+
+// P6: the cost of a large wait list. Each iteration parks `waiters` goroutines on a
+// channel and then the same number in Acquire, and reports the heap the semaphore
+// adds per waiter beyond the goroutines themselves; then the time to cancel the one
+// waiter in the middle of the list, to wake k = 1000 waiters with one Release, and to
+// Break with the rest still waiting.
+func BenchmarkManyWaiters(b *testing.B) {
+	const waiters = 100_000
+	b.Run("impl=fairsem", func(b *testing.B) {
+		var perWaiter, cancelMiddle, wakeK, breakAll float64
+		for b.Loop() {
+			release := make(chan struct{})
+			var parked sync.WaitGroup
+			parkAll(&parked, waiters, func(int) { <-release })
+			for runtime.NumGoroutine() < waiters {
+				runtime.Gosched()
+			}
+			base := liveHeap()
+			close(release)
+			parked.Wait()
+
+			s := semaphore.New(waiters)
+			_ = s.Acquire(context.Background(), waiters)
+			ctx, cancel := context.WithCancel(context.Background())
+			parkAll(&parked, waiters, func(i int) {
+				c := context.Background()
+				if i == waiters/2 {
+					c = ctx
+				}
+				if s.Acquire(c, 1) == nil {
+					s.Release(1)
+				}
+			})
+			for s.Waiters() != waiters {
+				runtime.Gosched()
+			}
+			perWaiter += (float64(liveHeap()) - float64(base)) / waiters
+
+			start := time.Now()
+			cancel()
+			for s.Waiters() != waiters-1 {
+				runtime.Gosched()
+			}
+			cancelMiddle += float64(time.Since(start).Nanoseconds())
+
+			start = time.Now()
+			s.Release(1000)
+			wakeK += float64(time.Since(start).Nanoseconds()) / 1000
+
+			start = time.Now()
+			s.Break(nil)
+			breakAll += float64(time.Since(start).Nanoseconds())
+			parked.Wait()
+		}
+		n := float64(b.N)
+		b.ReportMetric(perWaiter/n, "B/waiter")
+		b.ReportMetric(cancelMiddle/n, "ns/cancel-middle")
+		b.ReportMetric(wakeK/n, "ns/wake-per-waiter")
+		b.ReportMetric(breakAll/n/1e6, "ms/break")
+	})
+}
+
+// parkAll starts n goroutines of one shape, so that the heap they take is the same
+// whatever f blocks on.
+func parkAll(wg *sync.WaitGroup, n int, f func(i int)) {
+	for i := range n {
+		wg.Go(func() { f(i) })
+	}
+}
+
+func liveHeap() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
