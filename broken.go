@@ -20,11 +20,9 @@ func (s *Semaphore) Break(err error) {
 		s.mu.Unlock()
 		return
 	}
-	b := &breakState{cause: err}
-	if err == nil {
-		b.err = s.fail([]error{ErrBroken}, "broken")
-	} else {
-		b.err = s.fail([]error{ErrBroken, err}, "broken: %v", err)
+	b := &breakState{cause: err, err: s.newError(kindBroken, 0, ErrBroken)}
+	if err != nil {
+		b.err = s.newError(kindBroken, 0, ErrBroken, err)
 	}
 	// Store the error before the flag: a lock-free path that sees the flag reads
 	// the error next, and the atomics order the two.

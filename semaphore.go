@@ -3,26 +3,36 @@ package semaphore
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
 )
 
-// The state word packs the units available now with two flags, so that the
-// uncontended paths are a single atomic operation and never take the lock:
+// The state word packs the units available now with a grant counter and two flags,
+// so that each uncontended call is a single atomic operation and takes no lock:
 //
-//	bits 63..2  available units, signed (negative after Consume or a shrinking Resize)
-//	bit  1      flagBroken: Break was called; never cleared
-//	bit  0      flagWaiting: the wait list is not empty
+//	bits 63..18  available units, signed (negative after Consume or a shrinking Resize)
+//	bits 17..2   grants made by the lock-free path since the last fold (see foldLocked)
+//	bit  1       flagBroken: Break was called; never cleared
+//	bit  0       flagWaiting: the wait list is not empty
 //
-// Adding or subtracting units is adding a multiple of 1<<unitShift, which leaves the
-// flag bits alone, so plain atomic Add is safe alongside the flags.
+// Adding or subtracting units adds a multiple of 1<<unitShift, which leaves the low
+// bits alone, so a plain atomic Add is safe alongside the flags and the counter.
+// Keeping the counter in the same word is what lets the fast path count its grants
+// for Stats without a second atomic operation on a contended cache line.
 const (
 	flagWaiting = 1 << 0
 	flagBroken  = 1 << 1
-	unitShift   = 2
 
-	// MaxUnits is the largest capacity, request or release the state word can hold.
+	countShift = 2
+	countOne   = 1 << countShift
+	countMask  = (1<<16 - 1) << countShift // the counter is folded before it can carry
+
+	unitShift = 18
+
+	// MaxUnits is the largest capacity, request, release or debt a Semaphore holds:
+	// 2^45-1, about 35 TB when units are bytes.
 	MaxUnits = 1<<(63-unitShift) - 1
 )
 
@@ -48,14 +58,15 @@ type Semaphore struct {
 	// the lock only while flagWaiting and flagBroken are clear; the flags change
 	// only under mu.
 	state atomic.Int64
-	// immediate counts grants made without queuing; it sits beside state because
-	// the fast path touches both.
-	immediate atomic.Uint64
 	// capacity is the total number of units. Written only under mu; read without
 	// it by Release's overflow check, which re-checks under mu before panicking.
 	capacity atomic.Int64
 
 	mu sync.Mutex // guards the wait list, the flags and every waiter's links and outcome
+
+	// immediate counts grants made without queuing, apart from those still in the
+	// state word's counter. Guarded by mu.
+	immediate uint64
 
 	head, tail *waiter      // the wait list, oldest first; see waitlist.go
 	waiters    atomic.Int64 // length of the wait list; written under mu
@@ -65,9 +76,11 @@ type Semaphore struct {
 	name       string // from WithName; fixed after New
 	maxWaiters int    // from WithMaxWaiters; -1 means unbounded; fixed after New
 
+	queued uint64 // calls that joined the wait list; guarded by mu
+
 	// Counters for Stats; all monotonic.
-	queued, granted, timedOut, cancelled, rejected atomic.Uint64
-	waitNanos                                      atomic.Int64 // total time spent in the wait list
+	granted, timedOut, cancelled, rejected atomic.Uint64
+	waitNanos                              atomic.Int64 // total time spent in the wait list
 }
 
 // New returns a semaphore with the given capacity, all of it available.
@@ -110,6 +123,14 @@ func New(capacity int64, opts ...Option) *Semaphore {
 //
 // Acquire panics if n is negative.
 func (s *Semaphore) Acquire(ctx context.Context, n int64) error {
+	if ctx.Done() == nil && s.tryOnce(n) {
+		return nil
+	}
+	return s.acquire(ctx, n)
+}
+
+// acquire is Acquire beyond the single lock-free attempt.
+func (s *Semaphore) acquire(ctx context.Context, n int64) error {
 	if n < 0 {
 		s.panicf("Acquire(%d): negative units", n)
 	}
@@ -149,23 +170,70 @@ func (s *Semaphore) AcquireTimeout(d time.Duration, n int64) error {
 // returns false even when n units are free. It returns false on a broken semaphore.
 // It panics if n is negative.
 func (s *Semaphore) TryAcquire(n int64) bool {
+	return s.tryOnce(n) || s.tryAcquire(n)
+}
+
+func (s *Semaphore) tryAcquire(n int64) bool {
 	if n < 0 {
 		s.panicf("TryAcquire(%d): negative units", n)
 	}
 	return s.tryFast(n)
 }
 
-// tryFast is the lock-free grant: one CAS on the state word, allowed only while
-// nobody waits and the semaphore is not broken.
+// tryOnce is a single lock-free grant attempt, small enough to be inlined into the
+// callers' fast paths. False means "take the general path", which decides for good.
+func (s *Semaphore) tryOnce(n int64) bool {
+	st := s.state.Load()
+	return st&(flagWaiting|flagBroken) == 0 && st&countMask != countMask &&
+		n >= 0 && st>>unitShift >= n &&
+		s.state.CompareAndSwap(st, st-n<<unitShift+countOne)
+}
+
+// tryFast is the lock-free grant: a CAS on the state word, allowed only while
+// nobody waits and the semaphore is not broken, retried while others change it.
 func (s *Semaphore) tryFast(n int64) bool {
+	backoff := 1
 	for {
 		st := s.state.Load()
 		if st&(flagWaiting|flagBroken) != 0 || st>>unitShift < n {
 			return false
 		}
-		if s.state.CompareAndSwap(st, st-n<<unitShift) {
-			s.immediate.Add(1)
+		if st&countMask == countMask {
+			s.fold() // once every 65535 lock-free grants
+			continue
+		}
+		if s.state.CompareAndSwap(st, st-n<<unitShift+countOne) {
 			return true
+		}
+		// Another goroutine changed the word between our load and CAS: the
+		// cache line is contended. Stepping aside, longer after each failure,
+		// lets the other run a burst of acquire/release pairs with the line
+		// local instead of both paying a transfer per operation.
+		for range backoff {
+			runtime.Gosched()
+		}
+		backoff = min(2*backoff, maxBackoff)
+	}
+}
+
+// maxBackoff caps the number of scheduler yields after a failed CAS.
+const maxBackoff = 8
+
+// fold moves the state word's grant counter into s.immediate.
+func (s *Semaphore) fold() {
+	s.mu.Lock()
+	s.foldLocked()
+	s.mu.Unlock()
+}
+
+// foldLocked empties the state word's grant counter into s.immediate. Only holders
+// of mu fold, so the sum of the two is exact whenever mu is held.
+func (s *Semaphore) foldLocked() {
+	for {
+		st := s.state.Load()
+		if s.state.CompareAndSwap(st, st&^countMask) {
+			s.immediate += uint64(st&countMask) >> countShift
+			return
 		}
 	}
 }
@@ -178,25 +246,30 @@ func (s *Semaphore) tryFast(n int64) bool {
 // Release panics if n is negative or if it would make more units available than the
 // capacity ("released more than held"). On a broken semaphore it does nothing.
 func (s *Semaphore) Release(n int64) {
+	// Add first, then look at the flags in the result: if flagWaiting was set
+	// before our Add, the result shows it and we grant under the lock; if it was
+	// set after, the waiter's CAS in join failed on our change and it saw our units.
+	// (A negative or oversized n skips the Add; releaseSlow panics on it.)
+	if uint64(n) <= MaxUnits {
+		st := s.state.Add(n << unitShift)
+		if st&(flagWaiting|flagBroken) == 0 && st>>unitShift <= s.capacity.Load() {
+			return
+		}
+	}
+	s.releaseSlow(n)
+}
+
+// releaseSlow finishes a Release that found waiters, a broken semaphore or more
+// units than the capacity, or rejects an n that was never added.
+func (s *Semaphore) releaseSlow(n int64) {
 	if n < 0 {
 		s.panicf("Release(%d): negative units", n)
 	}
 	if n > MaxUnits {
 		s.panicf("Release(%d): released more than held (capacity %d)", n, s.capacity.Load())
 	}
-	// Add first, then look at the flags in the result: if flagWaiting was set
-	// before our Add, the result shows it and we grant under the lock; if it was
-	// set after, the waiter's CAS in join failed on our change and it saw our units.
-	st := s.state.Add(n << unitShift)
-	if st&(flagWaiting|flagBroken) == 0 && st>>unitShift <= s.capacity.Load() {
-		return
-	}
-	s.releaseSlow(n, st)
-}
-
-func (s *Semaphore) releaseSlow(n, st int64) {
-	if st&flagBroken != 0 {
-		return
+	if s.state.Load()&flagBroken != 0 {
+		return // broken is never cleared, so seeing it now is as good as in our Add
 	}
 	s.mu.Lock()
 	// Under mu the capacity is stable, and for a correct program the units
@@ -310,10 +383,13 @@ type Stats struct {
 }
 
 // Stats returns a snapshot of the semaphore's state and counters. The fields are
-// read one at a time, not under one lock, so under concurrent use they may be from
-// slightly different instants.
+// read one at a time, so under concurrent use they may be from slightly different
+// instants.
 func (s *Semaphore) Stats() Stats {
-	immediate := s.immediate.Load()
+	s.mu.Lock()
+	immediate := s.immediate + uint64(s.state.Load()&countMask)>>countShift
+	queued := s.queued
+	s.mu.Unlock()
 	return Stats{
 		Name:                s.name,
 		Capacity:            s.Capacity(),
@@ -322,7 +398,7 @@ func (s *Semaphore) Stats() Stats {
 		Broken:              s.broken.Load() != nil,
 		Acquired:            immediate + s.granted.Load(),
 		AcquiredImmediately: immediate,
-		Queued:              s.queued.Load(),
+		Queued:              queued,
 		TimedOut:            s.timedOut.Load(),
 		Cancelled:           s.cancelled.Load(),
 		Rejected:            s.rejected.Load(),

@@ -742,3 +742,19 @@ func TestErrors_SentinelsAreDistinct(t *testing.T) {
 		}
 	}
 }
+
+// The lock-free path counts its grants in a 16-bit field of the state word that is
+// folded into a 64-bit total; crossing the fold many times must lose no count.
+func TestStats_CountsLockFreeGrantsExactlyAcrossFolds(t *testing.T) {
+	s := semaphore.New(3)
+	const rounds = 3*65535 + 17
+	for range rounds {
+		require.True(t, s.TryAcquire(1))
+		require.NoError(t, s.Acquire(context.Background(), 2))
+		s.Release(3)
+	}
+	st := s.Stats()
+	assert.Equal(t, uint64(2*rounds), st.AcquiredImmediately)
+	assert.Equal(t, uint64(2*rounds), st.Acquired)
+	assert.Equal(t, int64(3), s.Available(), "folding never touches the units")
+}

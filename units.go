@@ -20,8 +20,13 @@ import (
 // split, partly returned, merged and detached; all methods are safe for concurrent
 // use.
 type Units struct {
+	// n is the number of units owned now, read and changed only with the atomic
+	// functions: by CAS or Swap, so that no unit is returned twice. A plain int64
+	// (first, for 64-bit alignment everywhere) rather than an atomic.Int64 so that
+	// the constructors can build a Units in one literal and stay inlinable; a *Units
+	// that does not escape its caller then needs no allocation.
+	n   int64
 	sem *Semaphore
-	n   atomic.Int64 // units owned now; moves only by CAS or Swap, so none is returned twice
 }
 
 // AcquireUnits is Acquire returning a Units that owns the n units. On failure it
@@ -30,7 +35,7 @@ func (s *Semaphore) AcquireUnits(ctx context.Context, n int64) (*Units, error) {
 	if err := s.Acquire(ctx, n); err != nil {
 		return nil, err
 	}
-	return s.newUnits(n), nil
+	return &Units{n: n, sem: s}, nil
 }
 
 // TryAcquireUnits is TryAcquire returning a Units that owns the n units, or nil and
@@ -39,20 +44,14 @@ func (s *Semaphore) TryAcquireUnits(n int64) (*Units, bool) {
 	if !s.TryAcquire(n) {
 		return nil, false
 	}
-	return s.newUnits(n), true
+	return &Units{n: n, sem: s}, true
 }
 
 // ConsumeUnits is Consume returning a Units that owns the n units, so that the
 // spent resource is given back by releasing it.
 func (s *Semaphore) ConsumeUnits(n int64) *Units {
 	s.Consume(n)
-	return s.newUnits(n)
-}
-
-func (s *Semaphore) newUnits(n int64) *Units {
-	u := &Units{sem: s}
-	u.n.Store(n)
-	return u
+	return &Units{n: n, sem: s}
 }
 
 // Count returns the number of units u owns now; 0 for a nil *Units.
@@ -60,7 +59,7 @@ func (u *Units) Count() int64 {
 	if u == nil {
 		return 0
 	}
-	return u.n.Load()
+	return atomic.LoadInt64(&u.n)
 }
 
 // Semaphore returns the semaphore the units belong to.
@@ -73,7 +72,7 @@ func (u *Units) Release() {
 	if u == nil {
 		return
 	}
-	if n := u.n.Swap(0); n > 0 {
+	if n := atomic.SwapInt64(&u.n, 0); n > 0 {
 		u.sem.Release(n)
 	}
 }
@@ -96,7 +95,7 @@ func (u *Units) Split(n int64) (*Units, error) {
 	if err := u.take("Split", n); err != nil {
 		return nil, err
 	}
-	return u.sem.newUnits(n), nil
+	return &Units{n: n, sem: u.sem}, nil
 }
 
 // take removes n units from u's ownership, or fails without change.
@@ -105,11 +104,13 @@ func (u *Units) take(op string, n int64) error {
 		u.sem.panicf("Units.%s(%d): negative units", op, n)
 	}
 	for {
-		have := u.n.Load()
+		have := atomic.LoadInt64(&u.n)
 		if have < n {
-			return u.sem.fail([]error{ErrInsufficientUnits}, "%s %s: the units hold only %d", op, units(n), have)
+			e := u.sem.newError(kindInsufficient, n, ErrInsufficientUnits)
+			e.op, e.count = op, have
+			return e
 		}
-		if u.n.CompareAndSwap(have, have-n) {
+		if atomic.CompareAndSwapInt64(&u.n, have, have-n) {
 			return nil
 		}
 	}
@@ -123,9 +124,11 @@ func (u *Units) Adopt(other *Units) error {
 		return nil
 	}
 	if other.sem != u.sem {
-		return u.sem.fail([]error{ErrDifferentSemaphore}, "Adopt %s of %s", units(other.Count()), other.sem.label())
+		e := u.sem.newError(kindDifferent, other.Count(), ErrDifferentSemaphore)
+		e.other = other.sem
+		return e
 	}
-	u.n.Add(other.n.Swap(0))
+	atomic.AddInt64(&u.n, atomic.SwapInt64(&other.n, 0))
 	return nil
 }
 
@@ -133,5 +136,5 @@ func (u *Units) Adopt(other *Units) error {
 // semaphore, and whoever now accounts for them must Release them directly. It
 // returns how many units u owned; u ends with none.
 func (u *Units) Detach() int64 {
-	return u.n.Swap(0)
+	return atomic.SwapInt64(&u.n, 0)
 }

@@ -50,7 +50,7 @@ type waiter struct {
 	sem        *Semaphore     // the semaphore whose list w joined; read by expire
 	park       sync.WaitGroup // counter 1 while a parked waiter is queued
 	ch         chan struct{}  // closed on wake for a waiter selecting on a context; else nil
-	expire     func()         // w.onTimer, bound once per node so arming a timer allocates only the timer
+	expire     func()         // w.onTimer, bound on a node's first timed wait so later ones allocate only the timer
 }
 
 // Outcomes written into waiter.n when it is settled.
@@ -64,11 +64,12 @@ const (
 
 func (w *waiter) queued() bool { return w.n >= 0 }
 
-var waiterPool = sync.Pool{New: func() any {
-	w := new(waiter)
-	w.expire = w.onTimer
-	return w
-}}
+// epoch anchors wait-time measurements: time.Since(epoch) is a single monotonic
+// clock read, where time.Now also reads the wall clock. Inside a synctest bubble
+// time.Since follows the bubble's clock, and only differences are ever used.
+var epoch = time.Now()
+
+var waiterPool = sync.Pool{New: func() any { return new(waiter) }}
 
 // wakeList collects settled waiters, linked through next, so that they are woken in
 // FIFO order after mu is released.
@@ -188,8 +189,8 @@ func (s *Semaphore) join(n int64, ch chan struct{}) (w *waiter, ahead int, err e
 		}
 		if st&flagWaiting == 0 && st>>unitShift >= n {
 			if s.state.CompareAndSwap(st, st-n<<unitShift) {
+				s.immediate++
 				s.mu.Unlock()
-				s.immediate.Add(1)
 				return nil, 0, nil
 			}
 			continue // a lock-free Release or Consume changed the count; look again
@@ -216,8 +217,8 @@ func (s *Semaphore) join(n int64, ch chan struct{}) (w *waiter, ahead int, err e
 	}
 	s.tail = w
 	s.waiters.Add(1)
+	s.queued++
 	s.mu.Unlock()
-	s.queued.Add(1)
 	return w, ahead, nil
 }
 
@@ -236,13 +237,16 @@ func (s *Semaphore) acquireSlow(ctx context.Context, done <-chan struct{}, n int
 	if w == nil {
 		return err
 	}
-	start := time.Now()
+	start := time.Since(epoch)
 	var outcome int64
 	reuse := true
 	switch {
 	case done != nil:
 		outcome = s.waitContext(w, done, n)
 	case timed:
+		if w.expire == nil {
+			w.expire = w.onTimer
+		}
 		t := time.AfterFunc(d, w.expire)
 		w.park.Wait()
 		outcome = w.n
@@ -257,22 +261,20 @@ func (s *Semaphore) acquireSlow(ctx context.Context, done <-chan struct{}, n int
 		w.sem, w.ch = nil, nil // a pooled node keeps no semaphore alive
 		waiterPool.Put(w)
 	}
-	waited := time.Since(start)
+	waited := time.Since(epoch) - start
 	s.waitNanos.Add(int64(waited))
-	report := &waitReport{waited: waited, ahead: ahead}
 	switch outcome {
 	case settledGranted:
 		s.granted.Add(1)
 		return nil
 	case settledTimedOut:
 		s.timedOut.Add(1)
-		return s.errTimeout(n, d, report)
+		return s.errTimeout(n, d, &waitReport{waited: waited, ahead: ahead})
 	case settledCancelled:
 		s.cancelled.Add(1)
-		return s.errContext(ctx, n, report)
+		return s.errContext(ctx, n, &waitReport{waited: waited, ahead: ahead})
 	case settledTooLarge:
-		return s.fail([]error{ErrTooLarge}, "acquire %s: the capacity was reduced to %d while waiting",
-			units(n), s.Capacity())
+		return s.errResized(n)
 	default:
 		return s.errBroken(n)
 	}
