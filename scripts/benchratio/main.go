@@ -1,0 +1,185 @@
+// Command benchratio reads `go test -bench` output (from the files named, or
+// standard input) and prints the performance targets as a Markdown table: the median
+// of each measurement across -count runs, the ratio against the peer, and whether
+// the target is met. scripts/bench.sh runs it after benchstat.
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// key names one measurement: benchmark path without the impl and cpu suffix,
+// implementation, GOMAXPROCS and unit.
+type key struct {
+	bench, impl string
+	cpu         int
+	unit        string
+}
+
+type samples map[key][]float64
+
+func main() {
+	s := samples{}
+	var inputs []io.Reader
+	for _, name := range os.Args[1:] {
+		f, err := os.Open(name)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "benchratio:", err)
+			os.Exit(2)
+		}
+		defer f.Close()
+		inputs = append(inputs, f)
+	}
+	if len(inputs) == 0 {
+		inputs = append(inputs, os.Stdin)
+	}
+	for _, in := range inputs {
+		s.read(in)
+	}
+	s.report(os.Stdout)
+}
+
+// read parses lines like
+//
+//	BenchmarkHandoff/impl=fairsem-4   3000000   343.0 ns/op   0.99 queued/op   0 B/op   0 allocs/op
+func (s samples) read(r io.Reader) {
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) < 4 || !strings.HasPrefix(f[0], "Benchmark") {
+			continue
+		}
+		name, cpu := f[0], 1
+		if i := strings.LastIndex(name, "-"); i > 0 {
+			if n, err := strconv.Atoi(name[i+1:]); err == nil {
+				name, cpu = name[:i], n
+			}
+		}
+		bench, impl, _ := strings.Cut(name, "/impl=")
+		bench = strings.TrimPrefix(bench, "Benchmark")
+		for i := 2; i+1 < len(f); i += 2 {
+			v, err := strconv.ParseFloat(f[i], 64)
+			if err != nil {
+				continue
+			}
+			k := key{bench, impl, cpu, f[i+1]}
+			s[k] = append(s[k], v)
+		}
+	}
+}
+
+func (s samples) median(bench, impl string, cpu int, unit string) (float64, bool) {
+	v := slices.Clone(s[key{bench, impl, cpu, unit}])
+	if len(v) == 0 {
+		return 0, false
+	}
+	slices.Sort(v)
+	if len(v)%2 == 1 {
+		return v[len(v)/2], true
+	}
+	return (v[len(v)/2-1] + v[len(v)/2]) / 2, true
+}
+
+type row struct {
+	target, measure string
+	value           string
+	goal            string
+	met             string
+}
+
+func (s samples) report(w io.Writer) {
+	var rows []row
+	add := func(target, measure, value, goal string, ok, known bool) {
+		met := "—"
+		switch {
+		case !known:
+			value, met = "not measured", "—"
+		case ok:
+			met = "yes"
+		default:
+			met = "**no**"
+		}
+		rows = append(rows, row{target, measure, value, goal, met})
+	}
+	ratio := func(target, bench string, cpu int, peer string, goal float64) {
+		a, ok1 := s.median(bench, "fairsem", cpu, "ns/op")
+		b, ok2 := s.median(bench, peer, cpu, "ns/op")
+		r := a / b
+		add(target, fmt.Sprintf("%s -cpu %d: fairsem / %s", bench, cpu, peer),
+			fmt.Sprintf("%.3g ns / %.3g ns = **%.2fx**", a, b, r), fmt.Sprintf("<= %.2gx", goal), r <= goal, ok1 && ok2)
+	}
+	allocs := func(target, bench, impl string, cpu int, goal float64, perBlocked bool) {
+		a, ok := s.median(bench, impl, cpu, "allocs/op")
+		what, v := "allocs/op", a
+		if perBlocked {
+			q, okq := s.median(bench, impl, cpu, "queued/op")
+			ok = ok && okq && q > 0
+			what, v = "allocs per blocked call", a/q
+			if ok {
+				add(target, fmt.Sprintf("%s -cpu %d: %s (%.3g allocs/op over %.3g queued/op)", bench, cpu, what, a, q),
+					fmt.Sprintf("%.2f", v), fmt.Sprintf("<= %g", goal), v <= goal, true)
+				return
+			}
+		}
+		add(target, fmt.Sprintf("%s -cpu %d: %s", bench, cpu, what), fmt.Sprintf("%.3g", v), fmt.Sprintf("<= %g", goal), v <= goal, ok)
+	}
+	metric := func(target, unit, goal string, limit float64, below bool) {
+		v, ok := s.median("ManyWaiters", "fairsem", 2, unit)
+		met := v <= limit
+		if unit == "B/waiter" {
+			// A waiter's node is one heap object of a size class; the fraction of a
+			// byte above it is other heap activity between the two readings.
+			met = math.Round(v) <= limit
+		}
+		if below {
+			met = v < limit
+		}
+		add(target, "ManyWaiters: "+unit, fmt.Sprintf("%.4g", v), goal, met, ok)
+	}
+
+	for _, peer := range []string{"xsync", "mutex"} {
+		goal := 0.6
+		if peer == "mutex" {
+			goal = 1.5
+		}
+		ratio("P1", "AcquireRelease", 2, peer, goal)
+		ratio("P2", "TryAcquireRelease", 2, peer, goal)
+	}
+	allocs("P1", "AcquireRelease", "fairsem", 2, 0, false)
+	allocs("P2", "TryAcquireRelease", "fairsem", 2, 0, false)
+	for _, cpu := range []int{2, 4, 8} {
+		ratio("P3", "Handoff", cpu, "xsync", 0.5)
+		ratio("P3", "Handoff", cpu, "channel", 1.0)
+		allocs("P3", "Handoff", "fairsem", cpu, 0.05, false)
+	}
+	for _, cpu := range []int{2, 4, 8} {
+		ratio("P4", "HandoffTimeout", cpu, "xsync", 0.5)
+		allocs("P4", "HandoffTimeout", "fairsem", cpu, 1, true)
+	}
+	for _, cpu := range []int{2, 4, 8} {
+		// >= 1.5x the throughput is <= 1/1.5 of the time per operation.
+		ratio("P5", "WeightedMix", cpu, "xsync", 1/1.5)
+	}
+	metric("P6", "B/waiter", "<= 64", 64, false)
+	metric("P6", "ms/break", "< 100", 100, true)
+	metric("P6", "ns/cancel-middle", "O(1): no walk of the list", 1e6, false)
+	metric("P6", "ns/wake-per-waiter", "O(k): constant per waiter", 1e4, false)
+	a, ok1 := s.median("AcquireUnitsRelease", "fairsem", 2, "ns/op")
+	b, ok2 := s.median("AcquireUnitsRelease", "fairsem-plain", 2, "ns/op")
+	add("P7", "AcquireUnitsRelease -cpu 2: Units / plain Acquire+Release",
+		fmt.Sprintf("%.3g ns / %.3g ns = **%.2fx**", a, b, a/b), "<= 1.3x", a/b <= 1.3, ok1 && ok2)
+	allocs("P7", "AcquireUnitsRelease", "fairsem", 2, 1, false)
+
+	fmt.Fprintln(w, "| target | measurement (median) | value | goal | met |")
+	fmt.Fprintln(w, "|---|---|---|---|---|")
+	for _, r := range rows {
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s |\n", r.target, r.measure, r.value, r.goal, r.met)
+	}
+}
