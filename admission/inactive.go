@@ -1,0 +1,213 @@
+package admission
+
+import (
+	"container/list"
+	"io"
+	"time"
+)
+
+// EvictReason says why a parked permit was evicted.
+type EvictReason uint8
+
+const (
+	// EvictedForAdmission: a queued request needed the resources.
+	EvictedForAdmission EvictReason = iota
+	// EvictedByTTL: the permit stayed parked longer than its WithTTL.
+	EvictedByTTL
+	// EvictedExplicitly: EvictOne or EvictWhere.
+	EvictedExplicitly
+	// EvictedOnClose: the controller was closed.
+	EvictedOnClose
+)
+
+func (r EvictReason) String() string {
+	switch r {
+	case EvictedForAdmission:
+		return "admission"
+	case EvictedByTTL:
+		return "ttl"
+	case EvictedExplicitly:
+		return "explicit"
+	case EvictedOnClose:
+		return "close"
+	}
+	return "unknown"
+}
+
+// Parked is an idle permit registered with Park, together with the value (a
+// reader, a cursor, a connection) that would be reused if the work resumes. The
+// controller may evict it to free its resources for queued requests.
+type Parked struct {
+	p       *Permit
+	value   io.Closer
+	onEvict func(EvictReason)
+
+	// Guarded by the controller's lock.
+	ttlAfter time.Duration // from WithTTL; 0: no TTL
+
+	elem    *list.Element // position in the inactive list while parked
+	ttl     *time.Timer
+	evicted bool
+	done    bool // resumed, evicted or released: Resume has nothing to give
+}
+
+// A ParkOption configures Park.
+type ParkOption func(*Parked)
+
+// WithTTL evicts the parked permit once it has been parked for d.
+func WithTTL(d time.Duration) ParkOption {
+	return func(pk *Parked) { pk.ttlAfter = d }
+}
+
+// OnEvict registers fn to be called, outside the controller's lock and after the
+// value is closed, when the parked permit is evicted.
+func OnEvict(fn func(EvictReason)) ParkOption {
+	return func(pk *Parked) { pk.onEvict = fn }
+}
+
+// Park registers an admitted, idle permit as inactive, with the value its work
+// would resume with. While parked its resources stay counted but may be reclaimed:
+// when a queued request needs count or memory (not when only CPU holds the queue),
+// the oldest parked permits are evicted first: the value is closed, the base
+// resources are released, and OnEvict is called. A parked permit loses any
+// blessing past the serialize limit, and a memory request it has pending fails.
+// Park panics unless the permit is active (or waiting for memory); resume it
+// with Parked.Resume.
+func (c *Controller) Park(p *Permit, value io.Closer, opts ...ParkOption) *Parked {
+	pk := &Parked{p: p, value: value}
+	for _, o := range opts {
+		o(pk)
+	}
+	c.mu.Lock()
+	if p.released || (p.phase != Active && p.phase != WaitingForMemory) {
+		state := p.phase.String()
+		if p.released {
+			state = "released"
+		}
+		c.unlock()
+		c.panicf("Park(%q): the permit is %s, not active", p.op, state)
+	}
+	if w := p.wait; w != nil && w.forMem {
+		c.settleLocked(w, c.fail(what("request memory", p, w.memory), []error{ErrEvicted}, "the permit was parked"))
+	}
+	if c.blessed == p {
+		c.blessed = nil
+	}
+	p.phase = Inactive
+	p.parked = pk
+	pk.elem = c.inactive.PushBack(pk)
+	if pk.ttlAfter > 0 {
+		pk.ttl = time.AfterFunc(pk.ttlAfter, func() { c.expire(pk) })
+	}
+	c.maybeAdmitLocked() // someone may be waiting for exactly these resources
+	c.unlock()
+	return pk
+}
+
+// Resume takes the permit back from the inactive list: it returns the value and
+// true, and the permit is Active again with its resources. If the permit was
+// evicted it returns nil and false, and the permit must be readmitted (Readmit)
+// before it is used again. Resume gives the value at most once.
+func (pk *Parked) Resume() (io.Closer, bool) {
+	c := pk.p.c
+	c.mu.Lock()
+	defer c.unlock()
+	if pk.done {
+		return nil, false
+	}
+	c.unparkLocked(pk)
+	pk.p.phase = Active
+	return pk.value, true
+}
+
+// Evicted reports whether the parked permit was evicted.
+func (pk *Parked) Evicted() bool {
+	c := pk.p.c
+	c.mu.Lock()
+	defer c.unlock()
+	return pk.evicted
+}
+
+// unparkLocked removes pk from the inactive list.
+func (c *Controller) unparkLocked(pk *Parked) {
+	if pk.elem != nil {
+		c.inactive.Remove(pk.elem)
+		pk.elem = nil
+	}
+	if pk.ttl != nil {
+		pk.ttl.Stop()
+	}
+	pk.done = true
+	pk.p.parked = nil
+}
+
+// evictLocked evicts a parked permit: its base resources go back to the pool now,
+// and its value is closed and OnEvict called once the lock is released.
+func (c *Controller) evictLocked(pk *Parked, reason EvictReason) {
+	c.unparkLocked(pk)
+	pk.evicted = true
+	pk.p.phase = Evicted
+	pk.p.releaseBaseLocked()
+	switch reason {
+	case EvictedByTTL:
+		c.stats.TimeEvictions++
+	default:
+		c.stats.PermitEvictions++
+	}
+	c.afterUnlock = append(c.afterUnlock, func() {
+		c.closeValue(pk)
+		if pk.onEvict != nil {
+			pk.onEvict(reason)
+		}
+	})
+}
+
+func (c *Controller) closeValue(pk *Parked) {
+	if pk.value == nil {
+		return
+	}
+	if err := pk.value.Close(); err != nil && c.logger != nil {
+		c.logger.Warn("admission: closing an evicted value failed", "controller", c.name, "op", pk.p.op, "error", err)
+	}
+}
+
+// expire is the TTL timer's callback.
+func (c *Controller) expire(pk *Parked) {
+	c.mu.Lock()
+	if !pk.done {
+		c.evictLocked(pk, EvictedByTTL)
+		c.maybeAdmitLocked()
+	}
+	c.unlock()
+}
+
+// EvictOne evicts the oldest parked permit and reports whether there was one.
+func (c *Controller) EvictOne() bool {
+	c.mu.Lock()
+	defer c.unlock()
+	if c.inactive.Len() == 0 {
+		return false
+	}
+	c.evictLocked(c.inactive.Front().Value.(*Parked), EvictedExplicitly)
+	c.maybeAdmitLocked()
+	return true
+}
+
+// EvictWhere evicts every parked permit whose operation satisfies match, oldest
+// first, and returns how many it evicted. match runs under the controller's lock
+// and must not call back into the controller.
+func (c *Controller) EvictWhere(match func(op string) bool) int {
+	c.mu.Lock()
+	defer c.unlock()
+	n := 0
+	for e := c.inactive.Front(); e != nil; {
+		next := e.Next()
+		if pk := e.Value.(*Parked); match(pk.p.op) {
+			c.evictLocked(pk, EvictedExplicitly)
+			n++
+		}
+		e = next
+	}
+	c.maybeAdmitLocked()
+	return n
+}

@@ -1,0 +1,51 @@
+package admission
+
+// Stats is a snapshot of a controller's state and counters. The counters mirror
+// the reader concurrency semaphore's and only grow; the gauges describe this
+// moment.
+type Stats struct {
+	Name   string
+	Limits Resources
+	Used   Resources // held by permits now; may exceed Limits
+
+	Admitted            uint64 // permits admitted (Acquire and Readmit), at once or after queuing
+	AdmittedImmediately uint64 // of those, admitted without queuing
+	QueuedForAdmission  uint64 // requests that joined the admission queue
+	QueuedForMemory     uint64 // RequestMemory calls that waited past the serialize limit
+	QueuedBecauseCount  uint64 // queued while count was exhausted
+	QueuedBecauseMemory uint64 // queued while memory was exhausted or past a limit
+	QueuedBecauseCPU    uint64 // queued while too many permits needed CPU
+	Shed                uint64 // refused for overload: queue full, or shed preemptively
+	TimedOut            uint64 // waits whose context deadline passed
+	Killed              uint64 // permits that hit the kill limit (once each)
+	PermitEvictions     uint64 // parked permits evicted for admission, explicitly or on Close
+	TimeEvictions       uint64 // parked permits evicted by their TTL
+	TotalPermits        uint64 // permits ever created (Acquire and Track)
+
+	Queued          int // requests in the admission queue now
+	QueuedMemory    int // requests in the memory queue now
+	Inactive        int // parked permits now
+	CurrentPermits  int // permits not yet released, admitted or waiting
+	NeedCPUPermits  int // permits holding NeedCPU now
+	AwaitingPermits int // of those, permits holding Await too
+}
+
+// Stats returns a snapshot of the controller's counters and state.
+func (c *Controller) Stats() Stats {
+	c.mu.Lock()
+	defer c.unlock()
+	return c.statsLocked()
+}
+
+func (c *Controller) statsLocked() Stats {
+	st := c.stats
+	st.Limits = c.limits
+	st.Used = c.usedLocked()
+	st.Queued = c.queue.Len()
+	st.QueuedMemory = c.memQueue.Len()
+	st.Inactive = c.inactive.Len()
+	st.CurrentPermits = len(c.permits)
+	st.NeedCPUPermits = c.needCPU
+	st.AwaitingPermits = c.awaiting
+	return st
+}
