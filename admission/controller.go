@@ -156,11 +156,7 @@ func (c *Controller) Acquire(ctx context.Context, op string, memory int64, opts 
 		c.panicf("Acquire(%q, %d): negative memory", op, memory)
 	}
 	p := &Permit{c: c, op: op, base: Resources{Count: 1, Memory: memory}}
-	w := &waiter{p: p}
-	for _, o := range opts {
-		o(w)
-	}
-	if err := c.admit(ctx, w); err != nil {
+	if err := c.admit(ctx, p, false, opts); err != nil {
 		return nil, err
 	}
 	return p, nil
@@ -189,12 +185,12 @@ func (c *Controller) Track(op string) *Permit {
 	return p
 }
 
-// admit runs w's permit through admission: at once when allowed, else through the
-// queue.
-func (c *Controller) admit(ctx context.Context, w *waiter) error {
-	p := w.p
+// admit runs p through admission: at once when allowed, else through the queue
+// (the waiter, with opts applied, is made only then).
+func (c *Controller) admit(ctx context.Context, p *Permit, readmit bool, opts []PermitOption) error {
+	w := waiter{p: p, readmit: readmit}
 	verb := "admit"
-	if w.readmit {
+	if readmit {
 		verb = "readmit"
 	}
 	c.mu.Lock()
@@ -204,7 +200,7 @@ func (c *Controller) admit(ctx context.Context, w *waiter) error {
 	}
 	if ctx.Err() != nil {
 		c.unlock()
-		return c.errContext(ctx, verb, w, false)
+		return c.errContext(ctx, verb, &w, false)
 	}
 	if !w.readmit {
 		c.permits[p] = struct{}{}
@@ -244,10 +240,14 @@ func (c *Controller) admit(ctx context.Context, w *waiter) error {
 	case blockedByCPU:
 		c.stats.QueuedBecauseCPU++
 	}
-	c.enqueueLocked(ctx, w, c.queue)
+	queued := &waiter{p: p, readmit: readmit}
+	for _, o := range opts {
+		o(queued)
+	}
+	c.enqueueLocked(ctx, queued, c.queue)
 	p.phase = WaitingForAdmission
 	c.unlock()
-	return c.wait(ctx, verb, w)
+	return c.wait(ctx, verb, queued)
 }
 
 func (c *Controller) enqueueLocked(ctx context.Context, w *waiter, q *list.List) {

@@ -132,11 +132,12 @@ func (c *Controller) dumpTextLocked(problem string, trigger *Permit, maxLines in
 	return b.String()
 }
 
-// bottlenecksLocked names what holds requests back: CPU when permits need it,
-// memory when none is available, concurrency when no count is.
+// bottlenecksLocked names what holds requests back: CPU when permits need it and
+// are not awaiting something else, memory when none is available, concurrency when
+// no count is.
 func (c *Controller) bottlenecksLocked() []string {
 	var bn []string
-	if c.needCPU > 0 {
+	if c.needCPU-c.awaiting > 0 {
 		bn = append(bn, "CPU")
 	}
 	if c.avail.Memory <= 0 {

@@ -68,6 +68,8 @@
 //   - Releasing a parked permit unregisters it and closes its value.
 //   - When a grant races a cancellation, the caller sees its context error and the
 //     granted resources are given back, as in the core semaphore.
+//   - The dump names CPU as a bottleneck only while some permit needs CPU without
+//     awaiting: permits that await I/O do not hold admission back.
 //   - A Controller uses one mutex: admission is decided under it, and user code
 //     (OnEvict, closing values, logging) runs only after it is released.
 package admission

@@ -389,9 +389,5 @@ func (p *Permit) Readmit(ctx context.Context, opts ...PermitOption) error {
 	if !evicted {
 		return nil
 	}
-	w := &waiter{p: p, readmit: true}
-	for _, o := range opts {
-		o(w)
-	}
-	return c.admit(ctx, w)
+	return c.admit(ctx, p, true, opts)
 }
