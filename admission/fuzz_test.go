@@ -1,0 +1,380 @@
+package admission_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"testing/synctest"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/fairsem/semaphore/admission"
+)
+
+// FuzzControllerModel drives a Controller and a sequential model of its admission
+// rules (the package documentation's four conditions, FIFO, eviction only for
+// resources, CPU marks) with the same random program, and checks after every step
+// that they agree: which requests were admitted, resources in use, queue length,
+// parked and need-CPU counts, and every permit's state. It runs in a synctest bubble
+// so that every step ends with all goroutines settled.
+func FuzzControllerModel(f *testing.F) {
+	for _, seed := range [][]byte{
+		{3, 5, 0, 2, 0, 3, 0, 1, 1, 0, 2, 0, 5, 0, 4, 1},
+		{2, 4, 0, 1, 3, 0, 0, 2, 4, 0, 0, 1, 6, 0, 5, 0, 1},
+		{1, 9, 0, 5, 0, 5, 5, 0, 0, 1, 7, 2, 1, 0, 1, 1},
+		{4, 2, 0, 1, 2, 0, 0, 3, 8, 1, 3, 0, 4, 0, 9, 0},
+		{2, 6, 0, 4, 0, 4, 5, 1, 0, 2, 6, 1, 9, 5, 7, 3, 1, 0},
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, prog []byte) {
+		if len(prog) < 2 || len(prog) > 300 {
+			return
+		}
+		synctest.Test(t, func(t *testing.T) { runControllerProgram(t, prog) })
+	})
+}
+
+// mPermit is the model's view of one permit, next to the real one.
+type mPermit struct {
+	id       int
+	real     *admission.Permit
+	result   chan result // while its Acquire or Readmit runs
+	cancel   context.CancelFunc
+	base     admission.Resources
+	hasBase  bool
+	consumed int64
+	state    admission.State // Active stands for the active states
+	cpu      []func()        // held NeedCPU releases
+	awaits   []func()        // held Await releases
+	parked   *admission.Parked
+}
+
+type cmodel struct {
+	t        *testing.T
+	c        *admission.Controller
+	limits   admission.Resources
+	avail    admission.Resources
+	cpuConc  int
+	permits  []*mPermit // every permit not released, in creation order
+	queue    []*mPermit // waiting for admission, FIFO
+	inactive []*mPermit // parked, oldest first
+	aborted  []*mPermit // cancelled new requests whose Acquire has yet to be seen returning
+	log      []string
+	next     int
+}
+
+func runControllerProgram(t *testing.T, prog []byte) {
+	m := &cmodel{t: t, limits: limits(int64(prog[0]%4+1), int64(prog[1]%8+2)*10), cpuConc: 1}
+	m.avail = m.limits
+	m.c = admission.New("model", m.limits)
+	r := &reader{b: prog[2:]}
+	for r.more() {
+		m.step(r)
+		synctest.Wait()
+		m.check()
+	}
+	// Drain: cancel waiters, release everything.
+	for len(m.permits) > 0 {
+		p := m.permits[0]
+		if p.state == admission.WaitingForAdmission {
+			m.cancelWait(p)
+		} else {
+			m.release(p)
+		}
+		synctest.Wait()
+		m.check()
+	}
+	st := m.c.Stats()
+	require.Equal(t, admission.Resources{}, st.Used, "everything came back")
+	require.Zero(t, st.CurrentPermits)
+}
+
+func (m *cmodel) logf(format string, args ...any) { m.log = append(m.log, fmt.Sprintf(format, args...)) }
+
+func (m *cmodel) fatalf(format string, args ...any) {
+	m.t.Helper()
+	m.t.Fatalf("%s\nafter:\n  %s\n%s", fmt.Sprintf(format, args...), strings.Join(m.log, "\n  "), m.c.Diagnostics(0))
+}
+
+// pick returns one of the permits matching ok, chosen by b, or nil.
+func (m *cmodel) pick(b byte, ok func(*mPermit) bool) *mPermit {
+	var c []*mPermit
+	for _, p := range m.permits {
+		if ok(p) {
+			c = append(c, p)
+		}
+	}
+	if len(c) == 0 {
+		return nil
+	}
+	return c[int(b)%len(c)]
+}
+
+func active(p *mPermit) bool { return p.state == admission.Active }
+
+func (m *cmodel) step(r *reader) {
+	op, arg := r.byte()%10, r.byte()
+	switch op {
+	case 0, 1:
+		m.acquire(int64(arg%6) * 10)
+	case 2:
+		if p := m.pick(arg, func(p *mPermit) bool { return p.state != admission.WaitingForAdmission }); p != nil {
+			m.release(p)
+		}
+	case 3:
+		if p := m.pick(arg, active); p != nil {
+			m.logf("#%d NeedCPU", p.id)
+			p.cpu = append(p.cpu, p.real.NeedCPU())
+		}
+	case 4:
+		if p := m.pick(arg, func(p *mPermit) bool { return len(p.cpu) > 0 }); p != nil {
+			m.logf("#%d NeedCPU done", p.id)
+			p.cpu[len(p.cpu)-1]()
+			p.cpu = p.cpu[:len(p.cpu)-1]
+			m.admit()
+		}
+	case 5:
+		if p := m.pick(arg, active); p != nil {
+			if len(p.awaits) > 0 && arg%2 == 0 {
+				m.logf("#%d Await done", p.id)
+				p.awaits[len(p.awaits)-1]()
+				p.awaits = p.awaits[:len(p.awaits)-1]
+			} else {
+				m.logf("#%d Await", p.id)
+				p.awaits = append(p.awaits, p.real.Await())
+			}
+			m.admit()
+		}
+	case 6:
+		if p := m.pick(arg, active); p != nil {
+			mem := int64(arg%4) * 10
+			m.logf("#%d Consume %d", p.id, mem)
+			require.NoError(m.t, p.real.Consume(limits(0, mem)))
+			p.consumed += mem
+			m.avail.Memory -= mem
+		}
+	case 7:
+		if p := m.pick(arg, func(p *mPermit) bool { return active(p) && len(p.cpu) == 0 && len(p.awaits) == 0 }); p != nil {
+			m.logf("#%d Park", p.id)
+			p.parked = m.c.Park(p.real, &closer{})
+			p.state = admission.Inactive
+			m.inactive = append(m.inactive, p)
+			m.admit()
+		}
+	case 8:
+		if p := m.pick(arg, func(p *mPermit) bool { return p.state == admission.Inactive }); p != nil && arg%2 == 0 {
+			m.logf("#%d Resume", p.id)
+			_, ok := p.parked.Resume()
+			require.True(m.t, ok)
+			p.state = admission.Active
+			m.inactive = slices.DeleteFunc(m.inactive, func(q *mPermit) bool { return q == p })
+		} else if p := m.pick(arg, func(p *mPermit) bool { return p.state == admission.Evicted }); p != nil {
+			m.readmit(p)
+		} else if p := m.pick(arg, func(p *mPermit) bool { return p.state == admission.WaitingForAdmission }); p != nil {
+			m.cancelWait(p)
+		}
+	case 9:
+		l := limits(int64(arg%4+1), int64(arg%7+1)*10)
+		m.logf("SetLimits %v", l)
+		m.c.SetLimits(l)
+		m.avail = m.avail.Add(l.Sub(m.limits))
+		m.limits = l
+		m.admit()
+	}
+}
+
+func (m *cmodel) newPermit(memory int64) *mPermit {
+	m.next++
+	p := &mPermit{id: m.next, base: limits(1, memory)}
+	m.permits = append(m.permits, p)
+	return p
+}
+
+func (m *cmodel) acquire(memory int64) {
+	p := m.newPermit(memory)
+	m.logf("#%d Acquire %d", p.id, memory)
+	ctx, cancel := context.WithCancel(context.Background())
+	p.cancel, p.result = cancel, make(chan result, 1)
+	go func() {
+		rp, err := m.c.Acquire(ctx, "op", memory)
+		p.result <- result{rp, err}
+	}()
+	m.enter(p)
+}
+
+func (m *cmodel) readmit(p *mPermit) {
+	m.logf("#%d Readmit", p.id)
+	ctx, cancel := context.WithCancel(context.Background())
+	p.cancel, p.result = cancel, make(chan result, 1)
+	go func() { p.result <- result{p.real, p.real.Readmit(ctx)} }()
+	m.enter(p)
+}
+
+// enter is the model of admission for a new or readmitted request.
+func (m *cmodel) enter(p *mPermit) {
+	p.state = admission.WaitingForAdmission
+	for len(m.queue) == 0 {
+		ok, cpu := m.admissible(p)
+		if ok {
+			m.grant(p)
+			return
+		}
+		if cpu || len(m.inactive) == 0 {
+			break
+		}
+		m.evictOldest()
+	}
+	m.queue = append(m.queue, p)
+}
+
+func (m *cmodel) admissible(p *mPermit) (ok, cpuBound bool) {
+	needCPU, awaiting := 0, 0
+	for _, q := range m.permits {
+		if len(q.cpu) > 0 {
+			needCPU++
+			if len(q.awaits) > 0 {
+				awaiting++
+			}
+		}
+	}
+	if needCPU-awaiting >= m.cpuConc {
+		return false, true
+	}
+	return m.avail.Covers(p.base) || m.avail.Count == m.limits.Count, false
+}
+
+func (m *cmodel) grant(p *mPermit) {
+	m.avail = m.avail.Sub(p.base)
+	p.hasBase = true
+	p.state = admission.Active
+}
+
+func (m *cmodel) evictOldest() {
+	p := m.inactive[0]
+	m.inactive = m.inactive[1:]
+	p.state = admission.Evicted
+	m.releaseBase(p)
+}
+
+func (m *cmodel) releaseBase(p *mPermit) {
+	if p.hasBase {
+		m.avail = m.avail.Add(p.base)
+		p.hasBase = false
+	}
+}
+
+// admit is the model's maybeAdmit: grant from the head, evicting for resources.
+func (m *cmodel) admit() {
+	for len(m.queue) > 0 {
+		head := m.queue[0]
+		ok, cpu := m.admissible(head)
+		switch {
+		case ok:
+			m.queue = m.queue[1:]
+			m.grant(head)
+		case !cpu && len(m.inactive) > 0:
+			m.evictOldest()
+		default:
+			return
+		}
+	}
+}
+
+func (m *cmodel) cancelWait(p *mPermit) {
+	m.logf("#%d cancel", p.id)
+	p.cancel()
+	m.queue = slices.DeleteFunc(m.queue, func(q *mPermit) bool { return q == p })
+	if p.real == nil {
+		p.state = admission.Aborted
+		m.forget(p)
+		m.aborted = append(m.aborted, p)
+	} else {
+		p.state = admission.Evicted
+	}
+	m.admit()
+}
+
+func (m *cmodel) release(p *mPermit) {
+	m.logf("#%d Release", p.id)
+	p.real.Release()
+	m.inactive = slices.DeleteFunc(m.inactive, func(q *mPermit) bool { return q == p })
+	m.releaseBase(p)
+	m.avail.Memory += p.consumed
+	p.consumed = 0
+	p.cpu, p.awaits = nil, nil // Release drops the marks; their release functions become no-ops
+	m.forget(p)
+	m.admit()
+}
+
+func (m *cmodel) forget(p *mPermit) {
+	m.permits = slices.DeleteFunc(m.permits, func(q *mPermit) bool { return q == p })
+}
+
+// check collects finished requests and compares the controller with the model.
+func (m *cmodel) check() {
+	m.t.Helper()
+	for _, p := range append(slices.Clone(m.permits), m.aborted...) {
+		if p.result == nil {
+			continue
+		}
+		select {
+		case r := <-p.result:
+			p.result = nil
+			if p.cancel != nil {
+				p.cancel()
+			}
+			switch {
+			case r.err == nil && p.state == admission.Active:
+				p.real = r.p
+			case r.err != nil && (p.state == admission.Aborted || p.state == admission.Evicted):
+			default:
+				m.fatalf("#%d finished with %v, model says %s", p.id, r.err, p.state)
+			}
+		default:
+			if p.state != admission.WaitingForAdmission {
+				m.fatalf("#%d still waiting, model says %s", p.id, p.state)
+			}
+		}
+	}
+	m.aborted = nil
+	st := m.c.Stats()
+	used := m.limits.Sub(m.avail)
+	if st.Used != used || st.Queued != len(m.queue) || st.Inactive != len(m.inactive) {
+		m.fatalf("stats: used %v queued %d inactive %d; model: used %v queued %d inactive %d",
+			st.Used, st.Queued, st.Inactive, used, len(m.queue), len(m.inactive))
+	}
+	for _, p := range m.permits {
+		if p.real == nil {
+			continue
+		}
+		got, want := p.real.State(), p.state
+		if want == admission.Active && len(p.cpu) > 0 {
+			want = admission.ActiveNeedCPU
+			if len(p.awaits) > 0 {
+				want = admission.ActiveAwait
+			}
+		}
+		if got != want {
+			m.fatalf("#%d state %s, model says %s", p.id, got, want)
+		}
+	}
+}
+
+// reader hands out a fuzz program's bytes, then zeros.
+type reader struct {
+	b []byte
+	i int
+}
+
+func (r *reader) more() bool { return r.i < len(r.b) }
+
+func (r *reader) byte() byte {
+	if r.i >= len(r.b) {
+		return 0
+	}
+	r.i++
+	return r.b[r.i-1]
+}
