@@ -141,10 +141,23 @@ func BenchmarkAcquireUnitsRelease(b *testing.B) {
 	})
 }
 
-// reportQueued reports how many acquisitions per op had to wait, so that allocs/op
-// can be read per blocked call.
-func reportQueued(b *testing.B, s *semaphore.Semaphore) {
-	b.ReportMetric(float64(s.Stats().Queued)/float64(b.N), "queued/op")
+// measure runs the timed part of a contended benchmark and reports how many
+// acquisitions per op had to wait, and the exact number of allocations per op and
+// per blocked call: the testing package truncates allocs/op to an integer, which
+// hides one allocation spread over the calls that block.
+func measure(b *testing.B, s *semaphore.Semaphore, run func()) {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	b.ResetTimer()
+	run()
+	b.StopTimer()
+	runtime.ReadMemStats(&after)
+	mallocs, queued := float64(after.Mallocs-before.Mallocs), float64(s.Stats().Queued)
+	b.ReportMetric(queued/float64(b.N), "queued/op")
+	b.ReportMetric(mallocs/float64(b.N), "mallocs/op")
+	if queued > 0 {
+		b.ReportMetric(mallocs/queued, "mallocs/blocked")
+	}
 }
 
 // P3: capacity-1 handoff under contention, strict FIFO. Run with -cpu 2,4,8.
@@ -153,14 +166,15 @@ func BenchmarkHandoff(b *testing.B) {
 	b.Run("impl=fairsem", func(b *testing.B) {
 		s := semaphore.New(1)
 		b.ReportAllocs()
-		b.RunParallel(func(pb *testing.PB) {
-			for pb.Next() {
-				_ = s.Acquire(ctx, 1)
-				_ = work()
-				s.Release(1)
-			}
+		measure(b, s, func() {
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					_ = s.Acquire(ctx, 1)
+					_ = work()
+					s.Release(1)
+				}
+			})
 		})
-		reportQueued(b, s)
 	})
 	b.Run("impl=xsync", func(b *testing.B) {
 		s := xsem.NewWeighted(1)
@@ -205,30 +219,32 @@ func BenchmarkHandoffTimeout(b *testing.B) {
 	b.Run("impl=fairsem", func(b *testing.B) {
 		s := semaphore.New(1)
 		b.ReportAllocs()
-		b.RunParallel(func(pb *testing.PB) {
-			for pb.Next() {
-				if s.AcquireTimeout(d, 1) == nil {
-					_ = work()
-					s.Release(1)
+		measure(b, s, func() {
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if s.AcquireTimeout(d, 1) == nil {
+						_ = work()
+						s.Release(1)
+					}
 				}
-			}
+			})
 		})
-		reportQueued(b, s)
 	})
 	b.Run("impl=fairsem-ctx", func(b *testing.B) {
 		s := semaphore.New(1)
 		b.ReportAllocs()
-		b.RunParallel(func(pb *testing.PB) {
-			for pb.Next() {
-				ctx, cancel := context.WithTimeout(context.Background(), d)
-				if s.Acquire(ctx, 1) == nil {
-					_ = work()
-					s.Release(1)
+		measure(b, s, func() {
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					ctx, cancel := context.WithTimeout(context.Background(), d)
+					if s.Acquire(ctx, 1) == nil {
+						_ = work()
+						s.Release(1)
+					}
+					cancel()
 				}
-				cancel()
-			}
+			})
 		})
-		reportQueued(b, s)
 	})
 	b.Run("impl=xsync", func(b *testing.B) {
 		s := xsem.NewWeighted(1)
@@ -252,16 +268,17 @@ func BenchmarkWeightedMix(b *testing.B) {
 	b.Run("impl=fairsem", func(b *testing.B) {
 		s := semaphore.New(16)
 		b.ReportAllocs()
-		b.RunParallel(func(pb *testing.PB) {
-			n := int64(0)
-			for pb.Next() {
-				n = n%8 + 1
-				_ = s.Acquire(ctx, n)
-				_ = work()
-				s.Release(n)
-			}
+		measure(b, s, func() {
+			b.RunParallel(func(pb *testing.PB) {
+				n := int64(0)
+				for pb.Next() {
+					n = n%8 + 1
+					_ = s.Acquire(ctx, n)
+					_ = work()
+					s.Release(n)
+				}
+			})
 		})
-		reportQueued(b, s)
 	})
 	b.Run("impl=xsync", func(b *testing.B) {
 		s := xsem.NewWeighted(16)

@@ -92,7 +92,9 @@ func runControllerProgram(t *testing.T, prog []byte) {
 	require.Zero(t, st.CurrentPermits)
 }
 
-func (m *cmodel) logf(format string, args ...any) { m.log = append(m.log, fmt.Sprintf(format, args...)) }
+func (m *cmodel) logf(format string, args ...any) {
+	m.log = append(m.log, fmt.Sprintf(format, args...))
+}
 
 func (m *cmodel) fatalf(format string, args ...any) {
 	m.t.Helper()
