@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fairsem/semaphore"
+	"github.com/fairsem/semaphore/internal/fuzzprog"
 )
 
 // FuzzSemaphoreModel drives the semaphore and a sequential reference model with the
@@ -125,27 +126,12 @@ func runProgram(t *testing.T, prog []byte) {
 	}
 	h.avail = h.capacity
 	h.s = semaphore.New(h.capacity, opts...)
-	r := &reader{b: prog[2:]}
-	for r.more() {
+	r := fuzzprog.New(prog[2:])
+	for r.More() {
 		h.step(r)
 		h.check()
 	}
 	h.drain()
-}
-
-type reader struct {
-	b []byte
-	i int
-}
-
-func (r *reader) more() bool { return r.i < len(r.b) }
-
-func (r *reader) byte() byte {
-	if r.i >= len(r.b) {
-		return 0
-	}
-	r.i++
-	return r.b[r.i-1]
 }
 
 func (h *harness) logf(format string, args ...any) {
@@ -157,12 +143,12 @@ func (h *harness) fatalf(format string, args ...any) {
 	h.t.Fatalf("%s\nafter:\n  %s", fmt.Sprintf(format, args...), strings.Join(h.log, "\n  "))
 }
 
-func (h *harness) step(r *reader) {
-	switch op := r.byte() % 10; op {
+func (h *harness) step(r *fuzzprog.Reader) {
+	switch op := r.Byte() % 10; op {
 	case 0, 1, 2, 3:
-		h.start(callKind(op), int64(r.byte()%6), r.byte())
+		h.start(callKind(op), int64(r.Byte()%6), r.Byte())
 	case 4:
-		n := int64(r.byte() % 4)
+		n := int64(r.Byte() % 4)
 		ok := h.s.TryAcquire(n)
 		want := !h.broken && len(h.queue) == 0 && h.avail >= n
 		h.logf("TryAcquire(%d) = %v", n, ok)
@@ -175,9 +161,9 @@ func (h *harness) step(r *reader) {
 			h.holds = append(h.holds, &holding{n: n})
 		}
 	case 5:
-		h.release(r.byte(), r.byte(), r.byte())
+		h.release(r.Byte(), r.Byte(), r.Byte())
 	case 6:
-		n := int64(r.byte() % 4)
+		n := int64(r.Byte() % 4)
 		h.logf("Consume(%d)", n)
 		h.s.Consume(n)
 		if !h.broken {
@@ -185,7 +171,7 @@ func (h *harness) step(r *reader) {
 			h.holds = append(h.holds, &holding{n: n})
 		}
 	case 7:
-		c := int64(r.byte() % 6)
+		c := int64(r.Byte() % 6)
 		h.logf("Resize(%d)", c)
 		h.s.Resize(c)
 		if !h.broken {
@@ -199,9 +185,9 @@ func (h *harness) step(r *reader) {
 			h.grant()
 		}
 	case 8:
-		h.cancelOrExpire(r.byte())
+		h.cancelOrExpire(r.Byte())
 	case 9:
-		if r.byte()%4 != 0 {
+		if r.Byte()%4 != 0 {
 			return // keep Break rare: it ends the interesting part of a program
 		}
 		h.logf("Break")

@@ -36,12 +36,27 @@ import (
 // Timers and channels, which stay tied to the bubble that made them, are made per
 // wait and never pooled.
 //
-// Lost wakeups: flagWaiting in the state word is set under mu with a CAS against the
-// state the joiner examined. A lock-free Release either lands before that CAS (which
-// then fails, and the joiner sees the released units) or sees the flag and takes mu
-// to grant. After any change under mu that could let the head fit (a release, a
-// waiter leaving, a resize), grantLocked runs before mu is released, so "units free,
-// head fits, head still waiting" never outlasts a critical section.
+// Memory ordering. Go's sync/atomic operations are sequentially consistent, and
+// the argument below relies on nothing weaker:
+//
+//   - flagWaiting is set only under mu, by a CAS against the exact state the joiner
+//     examined. A lock-free Release adds its units first and looks at the flags in
+//     the value its Add returned: if its Add came first, the joiner's CAS fails and
+//     the joiner re-reads and sees the units; if the CAS came first, the Release
+//     sees the flag and takes mu to grant. Either way no unit lands unseen while
+//     someone waits. A lock-free grant (tryOnce, tryFast) is a CAS conditioned on
+//     the flag being clear, so it can never take units past a waiter.
+//   - After any change under mu that could let the head fit (a release, a waiter
+//     leaving, a resize), grantLocked runs before mu is released, so "units free,
+//     head fits, head still waiting" never outlasts a critical section: no lost
+//     wakeup, and a waiter that leaves the head lets the ones behind it in.
+//   - grantLocked takes a waiter's units before unlinking it, so clearing
+//     flagWaiting with the last waiter cannot let a lock-free acquirer in first.
+//   - The grant counter in the state word is folded into Semaphore.immediate only
+//     under mu, so the two add up exactly whenever mu is held (Stats holds it).
+//   - A waiter's outcome is written under mu and read by the waiter after its wake:
+//     WaitGroup.Done happens before the Wait it releases returns, and closing a
+//     channel happens before the receive that sees it closed.
 type waiter struct {
 	// n is the request while queued (>= 0). Once settled it holds the outcome, one
 	// of the settled* codes (< 0); the waiter's goroutine keeps its own copy of n.

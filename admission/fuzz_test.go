@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fairsem/semaphore/admission"
+	"github.com/fairsem/semaphore/internal/fuzzprog"
 )
 
 // FuzzControllerModel drives a Controller and a sequential model of its admission
@@ -70,8 +71,8 @@ func runControllerProgram(t *testing.T, prog []byte) {
 	m := &cmodel{t: t, limits: limits(int64(prog[0]%4+1), int64(prog[1]%8+2)*10), cpuConc: 1}
 	m.avail = m.limits
 	m.c = admission.New("model", m.limits)
-	r := &reader{b: prog[2:]}
-	for r.more() {
+	r := fuzzprog.New(prog[2:])
+	for r.More() {
 		m.step(r)
 		synctest.Wait()
 		m.check()
@@ -117,8 +118,8 @@ func (m *cmodel) pick(b byte, ok func(*mPermit) bool) *mPermit {
 
 func active(p *mPermit) bool { return p.state == admission.Active }
 
-func (m *cmodel) step(r *reader) {
-	op, arg := r.byte()%10, r.byte()
+func (m *cmodel) step(r *fuzzprog.Reader) {
+	op, arg := r.Byte()%10, r.Byte()
 	switch op {
 	case 0, 1:
 		m.acquire(int64(arg%6) * 10)
@@ -363,20 +364,4 @@ func (m *cmodel) check() {
 			m.fatalf("#%d state %s, model says %s", p.id, got, want)
 		}
 	}
-}
-
-// reader hands out a fuzz program's bytes, then zeros.
-type reader struct {
-	b []byte
-	i int
-}
-
-func (r *reader) more() bool { return r.i < len(r.b) }
-
-func (r *reader) byte() byte {
-	if r.i >= len(r.b) {
-		return 0
-	}
-	r.i++
-	return r.b[r.i-1]
 }
