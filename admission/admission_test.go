@@ -204,6 +204,26 @@ func TestPark_EvictedExactlyWhenAQueuedRequestNeedsItsResources(t *testing.T) {
 	})
 }
 
+func TestPark_NeverEvictedWhenEvictionCannotLetTheHeadIn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := admission.New("reads", limits(2, 100))
+		busy := mustAcquire(t, c, "busy", 10)
+		idle := mustAcquire(t, c, "paged", 10)
+		pk := c.Park(idle, &closer{})
+		huge := start(context.Background(), c, "huge", 500)
+		_, ok := ready(huge)
+		require.False(t, ok)
+		assert.False(t, pk.Evicted(), "500 bytes never fit while busy holds count: evicting would only waste work")
+		busy.Release()
+		synctest.Wait()
+		assert.True(t, pk.Evicted(), "with busy gone, evicting leaves no count in use: always admit one")
+		r, ok := ready(huge)
+		require.True(t, ok)
+		r.p.Release()
+		idle.Release()
+	})
+}
+
 func TestPark_NeverEvictedWhenOnlyCPUHoldsTheQueue(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := admission.New("reads", limits(5, 100))

@@ -216,7 +216,7 @@ func (c *Controller) admit(ctx context.Context, p *Permit, readmit bool, opts []
 			c.unlock()
 			return nil
 		}
-		if b == blockedByCPU || c.inactive.Len() == 0 {
+		if !c.evictionHelpsLocked(b, p.base) {
 			break
 		}
 		c.evictLocked(c.inactive.Front().Value.(*Parked), EvictedForAdmission)
@@ -380,6 +380,27 @@ func (c *Controller) admissionLocked(base Resources) blocker {
 	return blockedByMemory
 }
 
+// evictionHelpsLocked reports whether evicting parked permits could let a request
+// for base in, given what holds it back: never for CPU, and for resources only if
+// freeing every parked permit's base resources would be enough.
+func (c *Controller) evictionHelpsLocked(b blocker, base Resources) bool {
+	if b == blockedByCPU || c.inactive.Len() == 0 {
+		return false
+	}
+	var parked Resources
+	for e := c.inactive.Front(); e != nil; e = e.Next() {
+		if p := e.Value.(*Parked).p; p.hasBase {
+			parked = parked.Add(p.base)
+		}
+	}
+	after := c.avail.Add(parked)
+	used := c.limits.Memory - after.Memory
+	if c.pastLimit(c.killMult, used) || c.pastLimit(c.serializeMult, used) {
+		return false
+	}
+	return after.Covers(base) || after.Count == c.limits.Count
+}
+
 func (c *Controller) admitLocked(p *Permit) {
 	c.avail = c.avail.Sub(p.base)
 	p.hasBase = true
@@ -407,7 +428,7 @@ func (c *Controller) maybeAdmitLocked() {
 		case b == admissible:
 			c.admitLocked(w.p)
 			c.settleLocked(w, nil)
-		case b != blockedByCPU && c.inactive.Len() > 0:
+		case c.evictionHelpsLocked(b, w.p.base):
 			c.evictLocked(c.inactive.Front().Value.(*Parked), EvictedForAdmission)
 		default:
 			c.grantMemoryLocked()

@@ -31,7 +31,8 @@
 //
 // Otherwise the request queues, and is admitted from the head as conditions allow.
 // When the head is held back by count or memory (never when only CPU holds it),
-// parked permits are evicted, oldest first, until it fits. A full queue
+// and evicting parked permits could let it in, they are evicted, oldest first,
+// until it fits. A full queue
 // (WithMaxQueueLength) refuses a request at once with ErrQueueFull; with
 // WithShedFactor, a queued request that would be admitted with too little of its
 // time budget left fails with ErrShed instead. Both count as shed. A request whose

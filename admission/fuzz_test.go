@@ -225,7 +225,7 @@ func (m *cmodel) enter(p *mPermit) {
 			m.grant(p)
 			return
 		}
-		if cpu || len(m.inactive) == 0 {
+		if cpu || !m.evictionHelps(p) {
 			break
 		}
 		m.evictOldest()
@@ -247,6 +247,17 @@ func (m *cmodel) admissible(p *mPermit) (ok, cpuBound bool) {
 		return false, true
 	}
 	return m.avail.Covers(p.base) || m.avail.Count == m.limits.Count, false
+}
+
+// evictionHelps: would evicting every parked permit let p in?
+func (m *cmodel) evictionHelps(p *mPermit) bool {
+	after := m.avail
+	for _, q := range m.inactive {
+		if q.hasBase {
+			after = after.Add(q.base)
+		}
+	}
+	return len(m.inactive) > 0 && (after.Covers(p.base) || after.Count == m.limits.Count)
 }
 
 func (m *cmodel) grant(p *mPermit) {
@@ -278,7 +289,7 @@ func (m *cmodel) admit() {
 		case ok:
 			m.queue = m.queue[1:]
 			m.grant(head)
-		case !cpu && len(m.inactive) > 0:
+		case !cpu && m.evictionHelps(head):
 			m.evictOldest()
 		default:
 			return

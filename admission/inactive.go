@@ -67,9 +67,10 @@ func OnEvict(fn func(EvictReason)) ParkOption {
 
 // Park registers an admitted, idle permit as inactive, with the value its work
 // would resume with. While parked its resources stay counted but may be reclaimed:
-// when a queued request needs count or memory (not when only CPU holds the queue),
-// the oldest parked permits are evicted first: the value is closed, the base
-// resources are released, and OnEvict is called. A parked permit loses any
+// when the head of the queue is held back by count or memory (not when only CPU
+// holds it) and evicting parked permits could let it in, the oldest are evicted
+// first: the value is closed, the base resources are released, and OnEvict is
+// called. A parked permit loses any
 // blessing past the serialize limit, and a memory request it has pending fails.
 // Park panics unless the permit is active (or waiting for memory); resume it
 // with Parked.Resume.
