@@ -166,9 +166,10 @@ func (s *Semaphore) AcquireTimeout(d time.Duration, n int64) error {
 }
 
 // TryAcquire takes n units if they are available and nobody is waiting, and reports
-// whether it did. It never blocks and never jumps the queue: with waiters present it
-// returns false even when n units are free. It returns false on a broken semaphore.
-// It panics if n is negative.
+// whether it did. It never waits for units and never jumps the queue: with waiters
+// present it returns false even when n units are free. (When other goroutines keep
+// changing the count at the same moment it may yield the processor between
+// attempts.) It returns false on a broken semaphore. It panics if n is negative.
 func (s *Semaphore) TryAcquire(n int64) bool {
 	return s.tryOnce(n) || s.tryAcquire(n)
 }
