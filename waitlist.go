@@ -62,7 +62,7 @@ type waiter struct {
 	// of the settled* codes (< 0); the waiter's goroutine keeps its own copy of n.
 	n          int64
 	next, prev *waiter
-	sem        *Semaphore     // the semaphore whose list w joined; read by expire
+	sem        *Semaphore     // the semaphore whose list w joined; read by onTimer
 	park       sync.WaitGroup // counter 1 while a parked waiter is queued
 	ch         chan struct{}  // closed on wake for a waiter selecting on a context; else nil
 	expire     func()         // w.onTimer, bound on a node's first timed wait so later ones allocate only the timer
