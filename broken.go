@@ -34,6 +34,9 @@ func (s *Semaphore) Break(err error) {
 	}
 	s.mu.Unlock()
 	woken.wake()
+	if s.observer != nil {
+		s.observer.Broken(s, err)
+	}
 }
 
 // Err returns nil while the semaphore is healthy, and after Break an error that

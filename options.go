@@ -8,6 +8,9 @@ type Option func(*config)
 type config struct {
 	name       string
 	maxWaiters int // -1: unlimited
+
+	observer Observer    // WithObserver; nil: none
+	tracking trackConfig // WithHolderTracking, WithAcquireStacks, WithLeakDetection, WithWatchdog
 }
 
 // WithName names the semaphore. The name appears in every error and panic message,

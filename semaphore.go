@@ -76,6 +76,9 @@ type Semaphore struct {
 	name       string // from WithName; fixed after New
 	maxWaiters int    // from WithMaxWaiters; -1 means unbounded; fixed after New
 
+	observer Observer     // from WithObserver; nil: none; fixed after New
+	diag     *diagnostics // holder tracking, leak detection, watchdog; nil: off; fixed after New
+
 	queued uint64 // calls that joined the wait list; guarded by mu
 
 	// Counters for Stats; all monotonic.
@@ -91,13 +94,14 @@ func New(capacity int64, opts ...Option) *Semaphore {
 	for _, o := range opts {
 		o(&c)
 	}
-	s := &Semaphore{name: c.name, maxWaiters: c.maxWaiters}
+	s := &Semaphore{name: c.name, maxWaiters: c.maxWaiters, observer: c.observer}
 	if capacity < 0 || capacity > MaxUnits {
 		s.panicf("New(%d): capacity must be between 0 and %d", capacity, int64(MaxUnits))
 	}
 	if c.maxWaiters < -1 {
 		s.panicf("WithMaxWaiters(%d): the number of waiters must not be negative", c.maxWaiters)
 	}
+	s.diag = s.newDiagnostics(c.tracking)
 	s.capacity.Store(capacity)
 	s.state.Store(capacity << unitShift)
 	return s
@@ -138,7 +142,11 @@ func (s *Semaphore) acquire(ctx context.Context, n int64) error {
 	if done != nil {
 		select {
 		case <-done:
-			return s.errContext(ctx, n, nil)
+			err := s.errContext(ctx, n, nil)
+			if s.observer != nil {
+				s.observeRefusal(n, err)
+			}
+			return err
 		default:
 		}
 	}

@@ -27,31 +27,61 @@ type Units struct {
 	// that does not escape its caller then needs no allocation.
 	n   int64
 	sem *Semaphore
+	h   *holder // the tracking record, with holder tracking on; else nil; fixed
 }
 
 // AcquireUnits is Acquire returning a Units that owns the n units. On failure it
 // returns a nil *Units and the error Acquire would return.
 func (s *Semaphore) AcquireUnits(ctx context.Context, n int64) (*Units, error) {
-	if err := s.Acquire(ctx, n); err != nil {
-		return nil, err
+	return s.acquireUnits(ctx, &Units{n: n, sem: s})
+}
+
+// acquireUnits is Acquire for AcquireUnits: it returns u once its units are taken,
+// or, with holder tracking on, a tracked Units in its place. Building u in the
+// inlined caller lets an untracked Units that does not escape live on the stack;
+// a tracked one lives on the heap, where weak pointers and cleanups can see it.
+func (s *Semaphore) acquireUnits(ctx context.Context, u *Units) (*Units, error) {
+	if ctx.Done() != nil || !s.tryOnce(u.n) {
+		if err := s.acquire(ctx, u.n); err != nil {
+			return nil, err
+		}
 	}
-	return &Units{n: n, sem: s}, nil
+	if s.diag != nil {
+		return s.trackedUnits(ctx, u.n, 2), nil
+	}
+	return u, nil
 }
 
 // TryAcquireUnits is TryAcquire returning a Units that owns the n units, or nil and
 // false.
 func (s *Semaphore) TryAcquireUnits(n int64) (*Units, bool) {
-	if !s.TryAcquire(n) {
+	return s.tryAcquireUnits(&Units{n: n, sem: s})
+}
+
+// tryAcquireUnits is TryAcquire for TryAcquireUnits, as acquireUnits is Acquire.
+func (s *Semaphore) tryAcquireUnits(u *Units) (*Units, bool) {
+	if !s.tryOnce(u.n) && !s.tryAcquire(u.n) {
 		return nil, false
 	}
-	return &Units{n: n, sem: s}, true
+	if s.diag != nil {
+		return s.trackedUnits(context.Background(), u.n, 2), true
+	}
+	return u, true
 }
 
 // ConsumeUnits is Consume returning a Units that owns the n units, so that the
 // spent resource is given back by releasing it.
 func (s *Semaphore) ConsumeUnits(n int64) *Units {
-	s.Consume(n)
-	return &Units{n: n, sem: s}
+	return s.consumeUnits(&Units{n: n, sem: s})
+}
+
+// consumeUnits is Consume for ConsumeUnits, as acquireUnits is Acquire.
+func (s *Semaphore) consumeUnits(u *Units) *Units {
+	s.Consume(u.n)
+	if s.diag != nil {
+		return s.trackedUnits(context.Background(), u.n, 2)
+	}
+	return u
 }
 
 // Count returns the number of units u owns now; 0 for a nil *Units.
@@ -94,6 +124,9 @@ func (u *Units) Return(n int64) error {
 func (u *Units) Split(n int64) (*Units, error) {
 	if err := u.take("Split", n); err != nil {
 		return nil, err
+	}
+	if u.h != nil {
+		return u.h.split(n), nil
 	}
 	return &Units{n: n, sem: u.sem}, nil
 }

@@ -66,6 +66,7 @@ type waiter struct {
 	park       sync.WaitGroup // counter 1 while a parked waiter is queued
 	ch         chan struct{}  // closed on wake for a waiter selecting on a context; else nil
 	expire     func()         // w.onTimer, bound on a node's first timed wait so later ones allocate only the timer
+	since      time.Duration  // when w joined (since epoch); set only with diagnostics on; guarded by mu
 }
 
 // Outcomes written into waiter.n when it is settled.
@@ -233,6 +234,9 @@ func (s *Semaphore) join(n int64, ch chan struct{}) (w *waiter, ahead int, err e
 	s.tail = w
 	s.waiters.Add(1)
 	s.queued++
+	if s.diag != nil {
+		s.diag.joinedLocked(w)
+	}
 	s.mu.Unlock()
 	return w, ahead, nil
 }
@@ -242,7 +246,11 @@ func (s *Semaphore) join(n int64, ch chan struct{}) (w *waiter, ahead int, err e
 // otherwise it selects on the context and its own wake channel.
 func (s *Semaphore) acquireSlow(ctx context.Context, done <-chan struct{}, n int64, d time.Duration, timed bool) error {
 	if timed && d <= 0 {
-		return s.errTimeout(n, d, nil)
+		err := s.errTimeout(n, d, nil)
+		if s.observer != nil {
+			s.observeRefusal(n, err)
+		}
+		return err
 	}
 	var ch chan struct{}
 	if done != nil {
@@ -250,9 +258,15 @@ func (s *Semaphore) acquireSlow(ctx context.Context, done <-chan struct{}, n int
 	}
 	w, ahead, err := s.join(n, ch)
 	if w == nil {
+		if err != nil && s.observer != nil {
+			s.observeRefusal(n, err)
+		}
 		return err
 	}
-	start := time.Since(epoch)
+	start := w.since // taken by join when diagnostics need the waiter's age
+	if s.diag == nil {
+		start = time.Since(epoch)
+	}
 	var outcome int64
 	reuse := true
 	switch {
@@ -278,6 +292,9 @@ func (s *Semaphore) acquireSlow(ctx context.Context, done <-chan struct{}, n int
 	}
 	waited := time.Since(epoch) - start
 	s.waitNanos.Add(int64(waited))
+	if s.observer != nil {
+		s.observeWait(ctx, n, outcome, waited, ahead)
+	}
 	switch outcome {
 	case settledGranted:
 		s.granted.Add(1)

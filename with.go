@@ -10,6 +10,10 @@ func WithSemaphore(ctx context.Context, s *Semaphore, n int64, fn func(context.C
 	if err := s.Acquire(ctx, n); err != nil {
 		return err
 	}
+	if s.diag != nil {
+		defer s.trackedUnits(ctx, n, 1).Release()
+		return fn(ctx)
+	}
 	defer s.Release(n)
 	return fn(ctx)
 }
@@ -20,6 +24,10 @@ func WithSemaphoreValue[T any](ctx context.Context, s *Semaphore, n int64, fn fu
 	if err := s.Acquire(ctx, n); err != nil {
 		var zero T
 		return zero, err
+	}
+	if s.diag != nil {
+		defer s.trackedUnits(ctx, n, 1).Release()
+		return fn(ctx)
 	}
 	defer s.Release(n)
 	return fn(ctx)

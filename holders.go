@@ -1,0 +1,208 @@
+package semaphore
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+	"weak"
+)
+
+// Holder tracking records, for each Units of a semaphore created with
+// WithHolderTracking (or an option that implies it), how many units it holds, since
+// when, where it was acquired and the label its context carried, so that
+// Diagnostics can say who holds the units a waiter is waiting for.
+//
+// Only Units are tracked: AcquireUnits, TryAcquireUnits, ConsumeUnits, Units.Split
+// and WithSemaphore. A plain Acquire/Release pair gives nothing to follow the units
+// by, so its units appear in dumps as held outside Units.
+//
+// Cost, only when on: each tracked Units is allocated on the heap with a holder
+// record, a weak pointer and a finalizer; the acquire site is one runtime.Callers
+// call (a full stack with WithAcquireStacks); registering takes a mutex of the
+// tracker's own. Releasing costs nothing more. A record stays listed until the
+// garbage collector finalizes its Units, so the list holds the live Units plus
+// those released since the last collection; dumps skip the ones holding nothing.
+// Without tracking, Acquire, Release and the Units methods are unchanged.
+
+// trackConfig is what the tracking options set.
+type trackConfig struct {
+	holders bool              // WithHolderTracking, or implied by the options below
+	stacks  bool              // WithAcquireStacks
+	leak    func(LeakReport)  // WithLeakDetection
+	leakSet bool              // WithLeakDetection was given, so a nil leak is an error
+	watch   *watchdogSettings // WithWatchdog
+}
+
+// WithHolderTracking records who holds the semaphore's units (see Diagnostics):
+// the units, the age and the acquire site of every Units, and the label set on its
+// context with WithHolderLabel.
+func WithHolderTracking() Option {
+	return func(c *config) { c.tracking.holders = true }
+}
+
+// WithAcquireStacks records the full stack of every tracked acquire, for leak
+// reports and LeakReport.Stack, instead of only its site. It implies
+// WithHolderTracking and costs a stack walk per tracked acquire.
+func WithAcquireStacks() Option {
+	return func(c *config) { c.tracking.holders, c.tracking.stacks = true, true }
+}
+
+type holderLabelKey struct{}
+
+// WithHolderLabel returns a context that labels the Units acquired with it, on a
+// semaphore with holder tracking: the label appears in Diagnostics and in leak
+// reports next to the acquire site, for example a request ID or a worker's name.
+func WithHolderLabel(ctx context.Context, label string) context.Context {
+	return context.WithValue(ctx, holderLabelKey{}, label)
+}
+
+// diagnostics is the opt-in state behind holder tracking, leak detection and the
+// watchdog.
+type diagnostics struct {
+	sem *Semaphore
+	cfg trackConfig // fixed after New
+
+	mu         sync.Mutex // guards the holder list
+	head, tail *holder    // tracked Units not yet collected, oldest first
+	holders    int        // length of the list
+
+	watch watchdogState // guarded by sem.mu; see watchdog.go
+}
+
+// holder is the record of one tracked Units. It reaches its Units only through a
+// weak pointer, so that a dropped Units can still be collected, and be reported as
+// leaked (see leak.go).
+type holder struct {
+	d          *diagnostics
+	u          weak.Pointer[Units] // the Units; reads of its count are atomic
+	next, prev *holder             // d's list; guarded by d.mu
+	since      time.Duration       // acquire time, since epoch; fixed
+	label      string              // WithHolderLabel; fixed
+	pcs        []uintptr           // the acquire site, or the stack with WithAcquireStacks; fixed
+}
+
+func (s *Semaphore) newDiagnostics(cfg trackConfig) *diagnostics {
+	if cfg.leakSet && cfg.leak == nil {
+		s.panicf("WithLeakDetection(nil): the report function must not be nil")
+	}
+	if cfg.watch != nil {
+		cfg.watch.validate(s)
+	}
+	if cfg.leak != nil || cfg.watch != nil {
+		cfg.holders = true
+	}
+	if !cfg.holders {
+		return nil
+	}
+	return &diagnostics{sem: s, cfg: cfg}
+}
+
+// trackedUnits builds the Units for n units just taken by a caller skip frames
+// above it, and registers its holder.
+func (s *Semaphore) trackedUnits(ctx context.Context, n int64, skip int) *Units {
+	h := &holder{d: s.diag, since: time.Since(epoch)}
+	h.label, _ = ctx.Value(holderLabelKey{}).(string)
+	var pcs [32]uintptr
+	depth := 1
+	if s.diag.cfg.stacks {
+		depth = len(pcs)
+	}
+	h.pcs = slices.Clone(pcs[:runtime.Callers(skip+2, pcs[:depth])])
+	return h.register(n)
+}
+
+// split builds a tracked Units for units split off h's Units, with h's acquire
+// time, site and label.
+func (h *holder) split(n int64) *Units {
+	return (&holder{d: h.d, since: h.since, label: h.label, pcs: h.pcs}).register(n)
+}
+
+// register makes h the record of a new Units of n units, and lists it until the
+// Units is collected.
+//
+// The record leaves the list in a finalizer rather than on Release: Units.Release
+// stays a swap and a call, unaware of tracking, and a count read through the weak
+// pointer is exact at every instant, whatever Return, Adopt or Detach did. A
+// finalizer rather than runtime.AddCleanup because leak detection must read the
+// count the Units held when it was dropped, and a cleanup cannot see its object.
+func (h *holder) register(n int64) *Units {
+	d := h.d
+	u := &Units{n: n, sem: d.sem, h: h}
+	h.u = weak.Make(u)
+	d.mu.Lock()
+	h.prev = d.tail
+	if d.tail == nil {
+		d.head = h
+	} else {
+		d.tail.next = h
+	}
+	d.tail = h
+	d.holders++
+	d.mu.Unlock()
+	runtime.SetFinalizer(u, (*Units).collected)
+	return u
+}
+
+func (d *diagnostics) unlinkLocked(h *holder) {
+	if h.prev == nil {
+		d.head = h.next
+	} else {
+		h.prev.next = h.next
+	}
+	if h.next == nil {
+		d.tail = h.prev
+	} else {
+		h.next.prev = h.prev
+	}
+	h.next, h.prev = nil, nil
+	d.holders--
+}
+
+// site returns the acquire site as "file.go:41", or "" if unknown.
+func (h *holder) site() string {
+	if len(h.pcs) == 0 {
+		return ""
+	}
+	f, _ := runtime.CallersFrames(h.pcs[:1]).Next()
+	if f.File == "" {
+		return f.Function
+	}
+	file := f.File
+	if i := strings.LastIndexByte(file, '/'); i >= 0 {
+		file = file[i+1:]
+	}
+	return fmt.Sprintf("%s:%d", file, f.Line)
+}
+
+// stack formats the recorded stack, one "function\n\tfile:line" pair per frame as
+// runtime/debug.Stack does; "" without WithAcquireStacks.
+func (h *holder) stack() string {
+	if !h.d.cfg.stacks {
+		return ""
+	}
+	var b strings.Builder
+	frames := runtime.CallersFrames(h.pcs)
+	for {
+		f, more := frames.Next()
+		fmt.Fprintf(&b, "%s\n\t%s:%d\n", f.Function, f.File, f.Line)
+		if !more {
+			return b.String()
+		}
+	}
+}
+
+// where names the holder for dumps: its label and site.
+func (h *holder) where() string {
+	switch site := h.site(); {
+	case h.label == "":
+		return site
+	case site == "":
+		return h.label
+	default:
+		return h.label + " (" + site + ")"
+	}
+}

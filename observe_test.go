@@ -1,0 +1,200 @@
+package semaphore_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fairsem/semaphore"
+)
+
+// recorder is an Observer that keeps what it is told.
+type recorder struct {
+	mu     sync.Mutex
+	events []semaphore.WaitEvent
+	breaks []error
+	during func(*semaphore.Semaphore) // run inside WaitEnded, to test what it may call
+}
+
+func (r *recorder) WaitEnded(s *semaphore.Semaphore, e semaphore.WaitEvent) {
+	if r.during != nil {
+		r.during(s)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, e)
+}
+
+func (r *recorder) Broken(s *semaphore.Semaphore, cause error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.breaks = append(r.breaks, cause)
+}
+
+func (r *recorder) got() []semaphore.WaitEvent {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]semaphore.WaitEvent(nil), r.events...)
+}
+
+func TestObserver_GrantedWaitReportsDurationUnitsAndPlace(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := &recorder{}
+		s := semaphore.New(2, semaphore.WithObserver(rec))
+		require.NoError(t, s.Acquire(context.Background(), 2))
+		calls := queue(context.Background(), s, 1, 2)
+		time.Sleep(3 * time.Second)
+		s.Release(1)
+		synctest.Wait()
+		time.Sleep(time.Second)
+		s.Release(2)
+		synctest.Wait()
+		require.Len(t, finished(calls), 2)
+		assert.Equal(t, []semaphore.WaitEvent{
+			{Units: 1, Outcome: semaphore.Granted, Queued: true, Waited: 3 * time.Second, Ahead: 0},
+			{Units: 2, Outcome: semaphore.Granted, Queued: true, Waited: 4 * time.Second, Ahead: 1},
+		}, rec.got())
+		assert.Equal(t, 7*time.Second, s.Stats().WaitTime, "the observer and Stats see the same clock reads")
+	})
+}
+
+func TestObserver_ReportsEveryOutcomeOnce(t *testing.T) {
+	cause := errors.New("shutting down")
+	tests := []struct {
+		name string
+		run  func(t *testing.T, s *semaphore.Semaphore)
+		want semaphore.WaitEvent
+	}{
+		{"timed out while waiting", func(t *testing.T, s *semaphore.Semaphore) {
+			assert.ErrorIs(t, s.AcquireTimeout(time.Second, 1), semaphore.ErrTimedOut)
+		}, semaphore.WaitEvent{Units: 1, Outcome: semaphore.TimedOut, Queued: true, Waited: time.Second}},
+		{"context deadline while waiting", func(t *testing.T, s *semaphore.Semaphore) {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			assert.ErrorIs(t, s.Acquire(ctx, 1), semaphore.ErrTimedOut)
+		}, semaphore.WaitEvent{Units: 1, Outcome: semaphore.TimedOut, Queued: true, Waited: 2 * time.Second}},
+		{"cancelled while waiting", func(t *testing.T, s *semaphore.Semaphore) {
+			ctx, cancel := context.WithCancel(context.Background())
+			time.AfterFunc(time.Second, cancel)
+			assert.ErrorIs(t, s.Acquire(ctx, 1), context.Canceled)
+		}, semaphore.WaitEvent{Units: 1, Outcome: semaphore.Cancelled, Queued: true, Waited: time.Second}},
+		{"broken while waiting", func(t *testing.T, s *semaphore.Semaphore) {
+			time.AfterFunc(time.Second, func() { s.Break(cause) })
+			assert.ErrorIs(t, s.Acquire(context.Background(), 1), semaphore.ErrBroken)
+		}, semaphore.WaitEvent{Units: 1, Outcome: semaphore.Broken, Queued: true, Waited: time.Second}},
+		{"resized away while waiting", func(t *testing.T, s *semaphore.Semaphore) {
+			time.AfterFunc(time.Second, func() { s.Resize(1) })
+			assert.ErrorIs(t, s.Acquire(context.Background(), 2), semaphore.ErrTooLarge)
+		}, semaphore.WaitEvent{Units: 2, Outcome: semaphore.TooLarge, Queued: true, Waited: time.Second}},
+		{"too large at once", func(t *testing.T, s *semaphore.Semaphore) {
+			assert.ErrorIs(t, s.Acquire(context.Background(), 3), semaphore.ErrTooLarge)
+		}, semaphore.WaitEvent{Units: 3, Outcome: semaphore.TooLarge}},
+		{"queue full", func(t *testing.T, s *semaphore.Semaphore) {
+			go func() { _ = s.AcquireTimeout(time.Second, 1) }()
+			synctest.Wait()
+			assert.ErrorIs(t, s.Acquire(context.Background(), 1), semaphore.ErrQueueFull)
+			time.Sleep(time.Second) // the waiter that filled the queue times out afterwards
+		}, semaphore.WaitEvent{Units: 1, Outcome: semaphore.QueueFull}},
+		{"broken before waiting", func(t *testing.T, s *semaphore.Semaphore) {
+			s.Break(cause)
+			assert.ErrorIs(t, s.Acquire(context.Background(), 1), semaphore.ErrBroken)
+		}, semaphore.WaitEvent{Units: 1, Outcome: semaphore.Broken}},
+		{"context done before waiting", func(t *testing.T, s *semaphore.Semaphore) {
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			assert.ErrorIs(t, s.Acquire(ctx, 1), context.Canceled)
+		}, semaphore.WaitEvent{Units: 1, Outcome: semaphore.Cancelled}},
+		{"timeout not positive", func(t *testing.T, s *semaphore.Semaphore) {
+			assert.ErrorIs(t, s.AcquireTimeout(0, 1), semaphore.ErrTimedOut)
+		}, semaphore.WaitEvent{Units: 1, Outcome: semaphore.TimedOut}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				rec := &recorder{}
+				s := semaphore.New(2, semaphore.WithObserver(rec), semaphore.WithMaxWaiters(1))
+				require.NoError(t, s.Acquire(context.Background(), 2))
+				tt.run(t, s)
+				synctest.Wait()
+				got := rec.got()
+				require.NotEmpty(t, got)
+				assert.Equal(t, tt.want, got[0], "the call's own event comes first")
+				if tt.want.Outcome == semaphore.QueueFull {
+					require.Len(t, got, 2, "and the waiter that filled the queue reports its own end")
+					assert.Equal(t, semaphore.TimedOut, got[1].Outcome)
+				} else {
+					assert.Len(t, got, 1, "exactly one event per call")
+				}
+			})
+		})
+	}
+}
+
+func TestObserver_NotCalledForCallsGrantedAtOnce(t *testing.T) {
+	rec := &recorder{}
+	s := semaphore.New(2, semaphore.WithObserver(rec))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	require.NoError(t, s.Acquire(context.Background(), 1))
+	require.NoError(t, s.Acquire(ctx, 1))
+	s.Release(2)
+	require.True(t, s.TryAcquire(2))
+	require.False(t, s.TryAcquire(1), "a failed TryAcquire is not a wait either")
+	s.Release(2)
+	u, err := s.AcquireUnits(ctx, 2)
+	require.NoError(t, err)
+	u.Release()
+	require.NoError(t, s.AcquireTimeout(time.Second, 1))
+	s.Release(1)
+	assert.Empty(t, rec.got())
+}
+
+func TestObserver_BrokenCalledOnceWithTheCause(t *testing.T) {
+	rec := &recorder{}
+	s := semaphore.New(1, semaphore.WithObserver(rec))
+	cause := errors.New("shutting down")
+	s.Break(cause)
+	s.Break(errors.New("again"))
+	assert.Equal(t, []error{cause}, rec.breaks)
+}
+
+func TestObserver_RunsWithoutTheLockHeld(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := &recorder{during: func(s *semaphore.Semaphore) {
+			_ = s.Stats()
+			_ = s.Diagnostics(0)
+			_ = s.String()
+		}}
+		s := semaphore.New(1, semaphore.WithObserver(rec))
+		require.NoError(t, s.Acquire(context.Background(), 1))
+		done := started(context.Background(), s, 1)
+		synctest.Wait()
+		s.Release(1)
+		require.NoError(t, <-done, "an observer that reads the semaphore must not deadlock")
+		assert.Len(t, rec.got(), 1)
+	})
+}
+
+func TestWithObserver_NilMeansNoObserver(t *testing.T) {
+	s := semaphore.New(1, semaphore.WithObserver(&recorder{}), semaphore.WithObserver(nil))
+	require.NoError(t, s.Acquire(context.Background(), 1))
+	assert.ErrorIs(t, s.AcquireTimeout(0, 1), semaphore.ErrTimedOut, "no observer to call, no panic")
+	s.Break(nil)
+}
+
+func TestOutcome_StringNamesEachOutcome(t *testing.T) {
+	want := map[semaphore.Outcome]string{
+		semaphore.Granted: "granted", semaphore.TimedOut: "timed_out", semaphore.Cancelled: "cancelled",
+		semaphore.Broken: "broken", semaphore.TooLarge: "too_large", semaphore.QueueFull: "queue_full",
+		semaphore.Outcome(200): "unknown",
+	}
+	for o, s := range want {
+		assert.Equal(t, s, o.String())
+	}
+}
