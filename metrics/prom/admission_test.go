@@ -1,0 +1,180 @@
+package prom_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fairsem/semaphore/admission"
+	"github.com/fairsem/semaphore/metrics/prom"
+)
+
+const admissionMetrics = `
+# HELP admission_acquiring Acquire calls in progress through the collector, per operation: queued, or being admitted.
+# TYPE admission_acquiring gauge
+admission_acquiring{controller="reads",op="get"} 0
+admission_acquiring{controller="reads",op="scan"} 1
+# HELP admission_admitted_immediately_total Permits admitted without queuing.
+# TYPE admission_admitted_immediately_total counter
+admission_admitted_immediately_total{controller="reads"} 2
+# HELP admission_admitted_total Permits admitted, at once or after queuing.
+# TYPE admission_admitted_total counter
+admission_admitted_total{controller="reads"} 3
+# HELP admission_count_limit Limit on concurrent permits.
+# TYPE admission_count_limit gauge
+admission_count_limit{controller="reads"} 1
+# HELP admission_count_used Count held by permits now (may exceed the limit).
+# TYPE admission_count_used gauge
+admission_count_used{controller="reads"} 1
+# HELP admission_memory_limit_bytes Limit on memory held by permits.
+# TYPE admission_memory_limit_bytes gauge
+admission_memory_limit_bytes{controller="reads"} 1000
+# HELP admission_memory_used_bytes Memory held by permits now (may exceed the limit).
+# TYPE admission_memory_used_bytes gauge
+admission_memory_used_bytes{controller="reads"} 200
+# HELP admission_queue_length Requests in a queue now.
+# TYPE admission_queue_length gauge
+admission_queue_length{controller="reads",queue="admission"} 1
+admission_queue_length{controller="reads",queue="memory"} 0
+# HELP admission_queued_reason_total Requests that queued for admission, by the resource that was short.
+# TYPE admission_queued_reason_total counter
+admission_queued_reason_total{controller="reads",reason="count"} 3
+admission_queued_reason_total{controller="reads",reason="cpu"} 0
+admission_queued_reason_total{controller="reads",reason="memory"} 0
+# HELP admission_queued_total Requests that joined a queue: admission, or memory past the serialize limit.
+# TYPE admission_queued_total counter
+admission_queued_total{controller="reads",queue="admission"} 3
+admission_queued_total{controller="reads",queue="memory"} 0
+# HELP admission_timed_out_total Waits whose context deadline passed.
+# TYPE admission_timed_out_total counter
+admission_timed_out_total{controller="reads"} 1
+# HELP admission_wait_duration_seconds Time Acquire took through the collector, per operation and outcome.
+# TYPE admission_wait_duration_seconds histogram
+admission_wait_duration_seconds_bucket{controller="reads",op="get",outcome="admitted",le="1"} 2
+admission_wait_duration_seconds_bucket{controller="reads",op="get",outcome="admitted",le="5"} 2
+admission_wait_duration_seconds_bucket{controller="reads",op="get",outcome="admitted",le="+Inf"} 2
+admission_wait_duration_seconds_sum{controller="reads",op="get",outcome="admitted"} 0
+admission_wait_duration_seconds_count{controller="reads",op="get",outcome="admitted"} 2
+admission_wait_duration_seconds_bucket{controller="reads",op="get",outcome="timed_out",le="1"} 0
+admission_wait_duration_seconds_bucket{controller="reads",op="get",outcome="timed_out",le="5"} 1
+admission_wait_duration_seconds_bucket{controller="reads",op="get",outcome="timed_out",le="+Inf"} 1
+admission_wait_duration_seconds_sum{controller="reads",op="get",outcome="timed_out"} 2
+admission_wait_duration_seconds_count{controller="reads",op="get",outcome="timed_out"} 1
+admission_wait_duration_seconds_bucket{controller="reads",op="scan",outcome="admitted",le="1"} 0
+admission_wait_duration_seconds_bucket{controller="reads",op="scan",outcome="admitted",le="5"} 1
+admission_wait_duration_seconds_bucket{controller="reads",op="scan",outcome="admitted",le="+Inf"} 1
+admission_wait_duration_seconds_sum{controller="reads",op="scan",outcome="admitted"} 4
+admission_wait_duration_seconds_count{controller="reads",op="scan",outcome="admitted"} 1
+`
+
+func TestAdmissionCollector_ExportsStatsAndPerOpWaits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctrl := admission.New("reads", admission.Resources{Count: 1, Memory: 1000})
+		c := prom.NewAdmissionCollector(ctrl, prom.WithBuckets(1, 5))
+		reg := prometheus.NewPedanticRegistry()
+		require.NoError(t, reg.Register(c))
+
+		first, err := c.Acquire(context.Background(), "get", 100)
+		require.NoError(t, err)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_, err = c.Acquire(ctx, "get", 100)
+		assert.ErrorIs(t, err, admission.ErrTimedOut)
+
+		scanned := make(chan error)
+		go func() {
+			scanned <- c.Do(context.Background(), "scan", 200, func(context.Context, *admission.Permit) error {
+				return errors.New("scan failed")
+			})
+		}()
+		synctest.Wait()
+		time.Sleep(4 * time.Second)
+		first.Release()
+		assert.EqualError(t, <-scanned, "scan failed", "Do returns fn's error")
+
+		blocker, err := c.Acquire(context.Background(), "get", 200)
+		require.NoError(t, err)
+		waiting := make(chan error)
+		go func() { waiting <- c.Do(context.Background(), "scan", 1, func(context.Context, *admission.Permit) error { return nil }) }()
+		synctest.Wait()
+
+		require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(admissionMetrics),
+			"admission_acquiring", "admission_admitted_immediately_total", "admission_admitted_total",
+			"admission_count_limit", "admission_count_used", "admission_memory_limit_bytes",
+			"admission_memory_used_bytes", "admission_queue_length", "admission_queued_reason_total",
+			"admission_queued_total", "admission_timed_out_total", "admission_wait_duration_seconds"))
+		blocker.Release()
+		require.NoError(t, <-waiting)
+	})
+}
+
+func TestAdmissionCollector_LabelsEachOutcome(t *testing.T) {
+	ctrl := admission.New("reads", admission.Resources{Count: 1, Memory: 1000}, admission.WithMaxQueueLength(1))
+	c := prom.NewAdmissionCollector(ctrl, prom.WithBuckets(1))
+	held, err := c.Acquire(context.Background(), "op", 0)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = c.Acquire(ctx, "op", 0)
+	assert.ErrorIs(t, err, context.Canceled)
+
+	queued := make(chan error)
+	go func() {
+		_, err := c.Acquire(context.Background(), "op", 0)
+		queued <- err
+	}()
+	require.Eventually(t, func() bool { return ctrl.Stats().Queued == 1 }, 10*time.Second, time.Millisecond)
+	_, err = c.Acquire(context.Background(), "op", 0)
+	assert.ErrorIs(t, err, admission.ErrQueueFull)
+	ctrl.Break(errors.New("down"))
+	assert.ErrorIs(t, <-queued, admission.ErrBroken)
+	held.Release()
+	require.NoError(t, ctrl.Close(context.Background()))
+	_, err = c.Acquire(context.Background(), "op", 0)
+	assert.Error(t, err)
+
+	for _, outcome := range []string{"admitted", "cancelled", "queue_full", "broken"} {
+		assert.Equal(t, 1, countSeries(t, c, `outcome="`+outcome+`"`), outcome)
+	}
+	problems, err := testutil.CollectAndLint(c)
+	require.NoError(t, err)
+	assert.Empty(t, problems)
+}
+
+// countSeries counts the histogram series of c whose text form contains match.
+func countSeries(t *testing.T, c prometheus.Collector, match string) int {
+	t.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	require.NoError(t, reg.Register(c))
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	n := 0
+	for _, f := range families {
+		if f.GetName() != "admission_wait_duration_seconds" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if `outcome="`+l.GetValue()+`"` == match {
+					n++
+				}
+			}
+		}
+	}
+	return n
+}
+
+func TestNewAdmissionCollector_InvalidBucketsPanic(t *testing.T) {
+	ctrl := admission.New("reads", admission.Resources{Count: 1})
+	requirePanic(t, "prom: NewAdmissionCollector: WithBuckets([3 2]): bounds must increase", func() {
+		prom.NewAdmissionCollector(ctrl, prom.WithBuckets(3, 2))
+	})
+}
