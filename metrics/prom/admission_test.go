@@ -103,7 +103,9 @@ func TestAdmissionCollector_ExportsStatsAndPerOpWaits(t *testing.T) {
 		blocker, err := c.Acquire(context.Background(), "get", 200)
 		require.NoError(t, err)
 		waiting := make(chan error)
-		go func() { waiting <- c.Do(context.Background(), "scan", 1, func(context.Context, *admission.Permit) error { return nil }) }()
+		go func() {
+			waiting <- c.Do(context.Background(), "scan", 1, func(context.Context, *admission.Permit) error { return nil })
+		}()
 		synctest.Wait()
 
 		require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(admissionMetrics),
