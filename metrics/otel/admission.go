@@ -1,0 +1,177 @@
+package otel
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/fairsem/semaphore/admission"
+)
+
+// AdmissionMetrics is the instrument set for one admission.Controller: its Stats,
+// observed at each collection, and per operation the time Acquire took and the
+// calls in progress, measured by its own Acquire and Do, which wrap the
+// controller's. Every measurement carries admission.controller.name.
+//
+// All methods are safe for concurrent use.
+type AdmissionMetrics struct {
+	ctrl *admission.Controller
+	name attribute.KeyValue // admission.controller.name; fixed
+
+	wait      metric.Float64Histogram
+	acquiring metric.Int64UpDownCounter
+	reg       metric.Registration
+}
+
+const (
+	keyController = attribute.Key("admission.controller.name")
+	keyOperation  = attribute.Key("admission.operation")
+	keyAdmOutcome = attribute.Key("admission.outcome")
+	keyQueue      = attribute.Key("admission.queue")
+	keyResource   = attribute.Key("admission.resource")
+	keyEviction   = attribute.Key("admission.eviction.reason")
+	keyAdmitNow   = attribute.Key("admission.immediate")
+	keyPermitKind = attribute.Key("admission.permit.state")
+)
+
+// NewAdmissionMetrics creates the instruments for ctrl on meter. It returns the
+// meter's error if an instrument or the callback cannot be registered, and panics
+// if an option has an invalid value.
+func NewAdmissionMetrics(meter metric.Meter, ctrl *admission.Controller, opts ...Option) (*AdmissionMetrics, error) {
+	cfg := newConfig("NewAdmissionMetrics", opts)
+	m := &AdmissionMetrics{ctrl: ctrl, name: keyController.String(ctrl.Stats().Name)}
+	var (
+		errs                               [16]error
+		countLimit, countUsage             metric.Int64ObservableUpDownCounter
+		memLimit, memUsage                 metric.Int64ObservableUpDownCounter
+		queueLength, permits               metric.Int64ObservableUpDownCounter
+		admitted, queued, causes, shed     metric.Int64ObservableCounter
+		timedOut, killed, evictions, total metric.Int64ObservableCounter
+	)
+	m.wait, errs[0] = meter.Float64Histogram("admission.wait.duration", metric.WithUnit("s"),
+		metric.WithDescription("Time Acquire took through these instruments, per operation and outcome."),
+		metric.WithExplicitBucketBoundaries(cfg.buckets...))
+	m.acquiring, errs[1] = meter.Int64UpDownCounter("admission.acquiring", metric.WithUnit("{request}"),
+		metric.WithDescription("Acquire calls in progress through these instruments, per operation: queued, or being admitted."))
+	countLimit, errs[2] = meter.Int64ObservableUpDownCounter("admission.count.limit", metric.WithUnit("{permit}"),
+		metric.WithDescription("Limit on concurrent permits."))
+	countUsage, errs[3] = meter.Int64ObservableUpDownCounter("admission.count.usage", metric.WithUnit("{permit}"),
+		metric.WithDescription("Count held by permits now (may exceed the limit)."))
+	memLimit, errs[4] = meter.Int64ObservableUpDownCounter("admission.memory.limit", metric.WithUnit("By"),
+		metric.WithDescription("Limit on memory held by permits."))
+	memUsage, errs[5] = meter.Int64ObservableUpDownCounter("admission.memory.usage", metric.WithUnit("By"),
+		metric.WithDescription("Memory held by permits now (may exceed the limit)."))
+	queueLength, errs[6] = meter.Int64ObservableUpDownCounter("admission.queue.length", metric.WithUnit("{request}"),
+		metric.WithDescription("Requests in a queue now, by admission.queue."))
+	permits, errs[7] = meter.Int64ObservableUpDownCounter("admission.permits", metric.WithUnit("{permit}"),
+		metric.WithDescription("Permits now, by admission.permit.state: all (not yet released), inactive (parked), need_cpu, awaiting."))
+	admitted, errs[8] = meter.Int64ObservableCounter("admission.admitted", metric.WithUnit("{permit}"),
+		metric.WithDescription("Permits admitted, by whether they were admitted without queuing."))
+	queued, errs[9] = meter.Int64ObservableCounter("admission.queued", metric.WithUnit("{request}"),
+		metric.WithDescription("Requests that joined a queue, by admission.queue."))
+	causes, errs[10] = meter.Int64ObservableCounter("admission.queue.causes", metric.WithUnit("{request}"),
+		metric.WithDescription("Requests that queued for admission, by the admission.resource that was short."))
+	shed, errs[11] = meter.Int64ObservableCounter("admission.shed", metric.WithUnit("{request}"),
+		metric.WithDescription("Requests refused for overload: queue full, or shed preemptively."))
+	timedOut, errs[12] = meter.Int64ObservableCounter("admission.timed_out", metric.WithUnit("{request}"),
+		metric.WithDescription("Waits whose context deadline passed."))
+	killed, errs[13] = meter.Int64ObservableCounter("admission.killed", metric.WithUnit("{permit}"),
+		metric.WithDescription("Permits that hit the memory kill limit."))
+	evictions, errs[14] = meter.Int64ObservableCounter("admission.evictions", metric.WithUnit("{permit}"),
+		metric.WithDescription("Parked permits evicted, by admission.eviction.reason: demand (admission, explicit, Close) or ttl."))
+	total, errs[15] = meter.Int64ObservableCounter("admission.permits.created", metric.WithUnit("{permit}"),
+		metric.WithDescription("Permits ever created (Acquire and Track)."))
+	if err := errors.Join(errs[:]...); err != nil {
+		return nil, err
+	}
+	var err error
+	m.reg, err = meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		st := m.ctrl.Stats()
+		with := func(kv ...attribute.KeyValue) metric.ObserveOption {
+			return metric.WithAttributes(append([]attribute.KeyValue{m.name}, kv...)...)
+		}
+		o.ObserveInt64(countLimit, st.Limits.Count, with())
+		o.ObserveInt64(countUsage, st.Used.Count, with())
+		o.ObserveInt64(memLimit, st.Limits.Memory, with())
+		o.ObserveInt64(memUsage, st.Used.Memory, with())
+		o.ObserveInt64(queueLength, int64(st.Queued), with(keyQueue.String("admission")))
+		o.ObserveInt64(queueLength, int64(st.QueuedMemory), with(keyQueue.String("memory")))
+		o.ObserveInt64(permits, int64(st.CurrentPermits), with(keyPermitKind.String("all")))
+		o.ObserveInt64(permits, int64(st.Inactive), with(keyPermitKind.String("inactive")))
+		o.ObserveInt64(permits, int64(st.NeedCPUPermits), with(keyPermitKind.String("need_cpu")))
+		o.ObserveInt64(permits, int64(st.AwaitingPermits), with(keyPermitKind.String("awaiting")))
+		o.ObserveInt64(admitted, int64(st.AdmittedImmediately), with(keyAdmitNow.Bool(true)))
+		o.ObserveInt64(admitted, int64(st.Admitted-st.AdmittedImmediately), with(keyAdmitNow.Bool(false)))
+		o.ObserveInt64(queued, int64(st.QueuedForAdmission), with(keyQueue.String("admission")))
+		o.ObserveInt64(queued, int64(st.QueuedForMemory), with(keyQueue.String("memory")))
+		o.ObserveInt64(causes, int64(st.QueuedBecauseCount), with(keyResource.String("count")))
+		o.ObserveInt64(causes, int64(st.QueuedBecauseMemory), with(keyResource.String("memory")))
+		o.ObserveInt64(causes, int64(st.QueuedBecauseCPU), with(keyResource.String("cpu")))
+		o.ObserveInt64(shed, int64(st.Shed), with())
+		o.ObserveInt64(timedOut, int64(st.TimedOut), with())
+		o.ObserveInt64(killed, int64(st.Killed), with())
+		o.ObserveInt64(evictions, int64(st.PermitEvictions), with(keyEviction.String("demand")))
+		o.ObserveInt64(evictions, int64(st.TimeEvictions), with(keyEviction.String("ttl")))
+		o.ObserveInt64(total, int64(st.TotalPermits), with())
+		return nil
+	}, countLimit, countUsage, memLimit, memUsage, queueLength, permits, admitted, queued, causes, shed,
+		timedOut, killed, evictions, total)
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// Unregister removes the collection callback from the meter.
+func (m *AdmissionMetrics) Unregister() error { return m.reg.Unregister() }
+
+// Acquire is the controller's Acquire, measured: the call counts in
+// admission.acquiring while it runs, and its duration is recorded in
+// admission.wait.duration with its operation and outcome.
+func (m *AdmissionMetrics) Acquire(ctx context.Context, op string, memory int64, opts ...admission.PermitOption) (*admission.Permit, error) {
+	opAttr := metric.WithAttributes(m.name, keyOperation.String(op))
+	m.acquiring.Add(ctx, 1, opAttr)
+	start := time.Now()
+	p, err := m.ctrl.Acquire(ctx, op, memory, opts...)
+	m.wait.Record(context.WithoutCancel(ctx), time.Since(start).Seconds(),
+		metric.WithAttributes(m.name, keyOperation.String(op), keyAdmOutcome.String(admissionOutcome(err))))
+	m.acquiring.Add(context.WithoutCancel(ctx), -1, opAttr)
+	return p, err
+}
+
+// Do is the controller's Do with its admission measured as by Acquire: it admits
+// the request, runs fn with the permit, and releases the permit on every path,
+// including a panic in fn. fn is not called when admission fails.
+func (m *AdmissionMetrics) Do(ctx context.Context, op string, memory int64, fn func(context.Context, *admission.Permit) error, opts ...admission.PermitOption) error {
+	p, err := m.Acquire(ctx, op, memory, opts...)
+	if err != nil {
+		return err
+	}
+	defer p.Release()
+	return fn(ctx, p)
+}
+
+// admissionOutcome names how an Acquire ended, for admission.outcome.
+func admissionOutcome(err error) string {
+	switch {
+	case err == nil:
+		return "admitted"
+	case errors.Is(err, admission.ErrQueueFull):
+		return "queue_full"
+	case errors.Is(err, admission.ErrShed):
+		return "shed"
+	case errors.Is(err, admission.ErrTimedOut), errors.Is(err, context.DeadlineExceeded):
+		return "timed_out"
+	case errors.Is(err, admission.ErrBroken):
+		return "broken"
+	case errors.Is(err, admission.ErrClosed):
+		return "closed"
+	case errors.Is(err, context.Canceled):
+		return "cancelled"
+	default:
+		return "error"
+	}
+}

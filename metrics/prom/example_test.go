@@ -1,0 +1,60 @@
+package prom_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/fairsem/semaphore"
+	"github.com/fairsem/semaphore/admission"
+	"github.com/fairsem/semaphore/metrics/prom"
+)
+
+// One collector exports any number of semaphores, and is their Observer for the
+// wait-time histogram.
+func ExampleNewSemaphoreCollector() {
+	c := prom.NewSemaphoreCollector()
+	sem := semaphore.New(1, semaphore.WithName("db"), semaphore.WithObserver(c))
+	c.Add(sem)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(c)
+
+	_ = sem.Acquire(context.Background(), 1)
+	_ = sem.AcquireTimeout(time.Millisecond, 1) // waits, then times out
+
+	err := testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP semaphore_timed_out_total Waits that reached their AcquireTimeout deadline.
+# TYPE semaphore_timed_out_total counter
+semaphore_timed_out_total{semaphore="db"} 1
+`), "semaphore_timed_out_total")
+	fmt.Println(err)
+	fmt.Println(testutil.CollectAndCount(c, "semaphore_wait_duration_seconds"), "wait-time series (one per outcome)")
+	// Output:
+	// <nil>
+	// 6 wait-time series (one per outcome)
+}
+
+// An AdmissionCollector exports a controller; its Do measures each operation.
+func ExampleNewAdmissionCollector() {
+	ctrl := admission.New("reads", admission.Resources{Count: 10, Memory: 1 << 20})
+	c := prom.NewAdmissionCollector(ctrl)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(c)
+
+	_ = c.Do(context.Background(), "scan", 4096, func(context.Context, *admission.Permit) error { return nil })
+
+	err := testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP admission_admitted_total Permits admitted, at once or after queuing.
+# TYPE admission_admitted_total counter
+admission_admitted_total{controller="reads"} 1
+`), "admission_admitted_total")
+	fmt.Println(err)
+	fmt.Println(testutil.CollectAndCount(c, "admission_wait_duration_seconds"), "wait-time series: scan, admitted")
+	// Output:
+	// <nil>
+	// 1 wait-time series: scan, admitted
+}
