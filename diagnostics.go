@@ -185,7 +185,7 @@ func (snap *snapshot) writeHolders(b *strings.Builder, maxLines int) {
 		return cmp.Or(cmp.Compare(x.oldest, y.oldest), cmp.Compare(y.units, x.units))
 	})
 	fmt.Fprintf(b, "holders (%d, %s), by site, oldest first:\n", len(snap.holders), units(snap.holdUnits))
-	b.WriteString("  holders  units  oldest  site\n")
+	b.WriteString("  holders  units  oldest    site\n")
 	for i, g := range groups {
 		if maxLines > 0 && i == maxLines {
 			rest := holderGroup{}
@@ -193,10 +193,10 @@ func (snap *snapshot) writeHolders(b *strings.Builder, maxLines int) {
 				rest.holders += g.holders
 				rest.units += g.units
 			}
-			fmt.Fprintf(b, "  %-7d  %-5d  ...     %d more sites\n", rest.holders, rest.units, len(groups)-i)
+			fmt.Fprintf(b, "  %-7d  %-5d  ...       %d more sites\n", rest.holders, rest.units, len(groups)-i)
 			break
 		}
-		fmt.Fprintf(b, "  %-7d  %-5d  %-6v  %s\n", g.holders, g.units, roundWait(snap.now-g.oldest), g.where)
+		fmt.Fprintf(b, "  %-7d  %-5d  %-8v  %s\n", g.holders, g.units, roundWait(snap.now-g.oldest), g.where)
 	}
 }
 

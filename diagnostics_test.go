@@ -44,7 +44,7 @@ func TestDiagnostics_HeadlineNamesHeadWaiterAndOldestHolder(t *testing.T) {
 		assert.Equal(t, `semaphore "db": head waiter wants 4 units (waiting 2s), 1 available, `+
 			`3 held by 2 holders for 12s (oldest: worker-1 (`+site+`))`, lines[0], "dump:\n%s", dump)
 		assert.Equal(t, "capacity 4, available 1, held 3, waiters 2 (6 units)", lines[1])
-		assert.Contains(t, dump, "holders (2, 3 units), by site, oldest first:\n  holders  units  oldest  site\n")
+		assert.Contains(t, dump, "holders (2, 3 units), by site, oldest first:\n  holders  units  oldest    site\n")
 		assert.Regexp(t, `\n  1 +2 +12s +worker-1 \(diagnostics_test\.go:\d+\)\n  1 +1 +2s +diagnostics_test\.go:\d+\n`, dump,
 			"groups oldest first, each with its holders, units and age")
 		assert.Contains(t, dump, "waiters, head first:\n  position  units  waiting\n  1         4      2s\n  2         2      2s\n")

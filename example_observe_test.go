@@ -82,8 +82,8 @@ func ExampleSemaphore_Diagnostics() {
 	//	semaphore "db": head waiter wants 4 units (waiting 15µs), 1 available, 3 held by 1 holder for 60µs (oldest: report-job (main.go:21))
 	//	capacity 4, available 1, held 3, waiters 1 (4 units)
 	//	holders (1, 3 units), by site, oldest first:
-	//	  holders  units  oldest  site
-	//	  1        3      60µs    report-job (main.go:21)
+	//	  holders  units  oldest    site
+	//	  1        3      60µs      report-job (main.go:21)
 	//	waiters, head first:
 	//	  position  units  waiting
 	//	  1         4      15µs

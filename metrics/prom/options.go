@@ -1,10 +1,6 @@
 package prom
 
-import (
-	"fmt"
-
-	"github.com/prometheus/client_golang/prometheus"
-)
+import "fmt"
 
 // An Option configures a collector.
 type Option func(*config)
@@ -14,9 +10,9 @@ type config struct {
 }
 
 // DefaultBuckets are the wait-time histogram buckets, in seconds: from 100µs to
-// about 100s, by factors of about 3, since waits behind a semaphore span from a
+// 100s, by factors of about 3, since waits behind a semaphore span from a
 // handoff to a stall.
-var DefaultBuckets = prometheus.ExponentialBucketsRange(0.0001, 100, 13)
+var DefaultBuckets = []float64{0.0001, 0.0003, 0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1, 3, 10, 30, 100}
 
 // WithBuckets sets the upper bounds, in seconds, of the wait-time histogram
 // buckets. They must be strictly increasing and not empty; the collector's
