@@ -72,7 +72,9 @@ func run(out io.Writer) error {
 	// A request that needs both connections waits; the watchdog notices.
 	fmt.Fprintln(out, "== a request for 2 units waits; after 200ms the watchdog logs:")
 	granted := make(chan error, 1)
-	go func() { granted <- semaphore.WithSemaphore(context.Background(), sem, 2, func(context.Context) error { return nil }) }()
+	go func() {
+		granted <- semaphore.WithSemaphore(context.Background(), sem, 2, func(context.Context) error { return nil })
+	}()
 	select {
 	case <-dumped:
 	case <-time.After(time.Minute):
