@@ -55,6 +55,35 @@
 //   - Panics (programmer errors: negative units, releasing more than is held, a
 //     negative capacity) name the semaphore and the value.
 //
+// # Observability
+//
+// WithObserver reports how each call that was not granted at once ended, with its
+// time in the wait list; the metrics modules (metrics/prom, metrics/otel) turn that
+// into wait-time histograms. A Semaphore logs as a slog group (LogValue), and its
+// Stats publish with expvar in one line. WithHolderTracking records who holds units
+// through Units, for Diagnostics, a dump whose first line names the bottleneck;
+// WithWatchdog logs that dump when the head waiter waits too long;
+// WithLeakDetection reports Units dropped without Release.
+//
+// Decisions where the issue left room:
+//
+//   - The observer hears about every call not granted at once, refusals included
+//     (Queued false), and never about calls granted at once, so that the lock-free
+//     paths never look at it. Its Outcome follows the error the caller sees: a
+//     context deadline is TimedOut, although Stats counts it as Cancelled.
+//   - Only Units are tracked: a plain Acquire/Release pair has nothing to follow the
+//     units by, so dumps show those units as held outside Units.
+//   - A tracked Units is followed through a weak pointer and finalized rather than
+//     given a runtime.AddCleanup: leak detection must read how many units the
+//     Units held when it was dropped, which a cleanup cannot see, and counting them
+//     anywhere else would cost Units.Release a branch on every semaphore.
+//   - Leaked units are reported, never returned, unless the report's Reclaim is
+//     called.
+//   - The core does not import expvar, whose import registers an HTTP handler; the
+//     one-line Publish is documented on LogValue instead.
+//   - The watchdog starts no goroutine; its timer is armed only while someone
+//     waits, and dumps are rate-limited per semaphore.
+//
 // # Cost
 //
 // TryAcquire, and Acquire and Release when nobody waits, are one atomic operation

@@ -166,3 +166,5 @@ func TestWithWatchdog_InvalidValuesPanic(t *testing.T) {
 		})
 	}
 }
+
+func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
