@@ -21,11 +21,12 @@ import (
 // by, so its units appear in dumps as held outside Units.
 //
 // Cost, only when on: each tracked Units is allocated on the heap with a holder
-// record, a weak pointer and a finalizer; the acquire site is one runtime.Callers
-// call (a full stack with WithAcquireStacks); registering takes a mutex of the
-// tracker's own. Releasing costs nothing more. A record stays listed until the
-// garbage collector finalizes its Units, so the list holds the live Units plus
-// those released since the last collection; dumps skip the ones holding nothing.
+// record and a weak pointer (and a finalizer with leak detection); the acquire
+// site is one runtime.Callers call (a full stack with WithAcquireStacks);
+// registering takes a mutex of the tracker's own. Releasing costs nothing more. A
+// record stays listed until its Units is collected, so the list holds the live
+// Units plus those released since the last collection; dumps skip the ones
+// holding nothing.
 // Without tracking, Acquire, Release and the Units methods are unchanged.
 
 // trackConfig is what the tracking options set.
@@ -69,6 +70,7 @@ type diagnostics struct {
 	mu         sync.Mutex // guards the holder list
 	head, tail *holder    // tracked Units not yet collected, oldest first
 	holders    int        // length of the list
+	swept      int        // length of the list after the last sweep
 
 	watch watchdogState // guarded by sem.mu; see watchdog.go
 }
@@ -124,16 +126,23 @@ func (h *holder) split(n int64) *Units {
 // register makes h the record of a new Units of n units, and lists it until the
 // Units is collected.
 //
-// The record leaves the list in a finalizer rather than on Release: Units.Release
-// stays a swap and a call, unaware of tracking, and a count read through the weak
-// pointer is exact at every instant, whatever Return, Adopt or Detach did. A
-// finalizer rather than runtime.AddCleanup because leak detection must read the
-// count the Units held when it was dropped, and a cleanup cannot see its object.
+// Units.Release stays a swap and a call, unaware of tracking: the count is read
+// through the weak pointer, exact at every instant whatever Return, Adopt or
+// Detach did. A record leaves the list once its Units is collected: with leak
+// detection, in the Units' finalizer, which must run anyway; without it, in a
+// sweep when the list has doubled since the last one, which spares each Units a
+// second runtime special (the runtime keeps them in a per-span list, so each one
+// costs). A finalizer rather than runtime.AddCleanup because leak detection must
+// read the count the Units held when it was dropped, and a cleanup cannot see its
+// object.
 func (h *holder) register(n int64) *Units {
 	d := h.d
 	u := &Units{n: n, sem: d.sem, h: h}
 	h.u = weak.Make(u)
 	d.mu.Lock()
+	if d.cfg.leak == nil && d.holders >= 2*d.swept+64 {
+		d.sweepLocked()
+	}
 	h.prev = d.tail
 	if d.tail == nil {
 		d.head = h
@@ -143,8 +152,22 @@ func (h *holder) register(n int64) *Units {
 	d.tail = h
 	d.holders++
 	d.mu.Unlock()
-	runtime.SetFinalizer(u, (*Units).collected)
+	if d.cfg.leak != nil {
+		runtime.SetFinalizer(u, (*Units).collected)
+	}
 	return u
+}
+
+// sweepLocked unlists the records of collected Units.
+func (d *diagnostics) sweepLocked() {
+	for h := d.head; h != nil; {
+		next := h.next
+		if h.u.Value() == nil {
+			d.unlinkLocked(h)
+		}
+		h = next
+	}
+	d.swept = d.holders
 }
 
 func (d *diagnostics) unlinkLocked(h *holder) {

@@ -168,3 +168,28 @@ func TestWithWatchdog_InvalidValuesPanic(t *testing.T) {
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+func TestWatchdog_NewStallWithinTheIntervalWaitsForIt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		logs := &logRecords{}
+		s := semaphore.New(1, semaphore.WithWatchdog(time.Second, time.Minute, slog.New(logs)))
+		require.NoError(t, s.Acquire(context.Background(), 1))
+		first := queue(context.Background(), s, 1)
+		time.Sleep(time.Second)
+		synctest.Wait()
+		require.Len(t, logs.got(), 1)
+		s.Release(1) // the stalled head is granted
+		synctest.Wait()
+		require.Len(t, finished(first), 1)
+		second := queue(context.Background(), s, 1) // a new head, which stalls too
+		time.Sleep(30 * time.Second)
+		assert.Len(t, logs.got(), 1, "a second stall within the interval is not logged yet")
+		time.Sleep(30 * time.Second) // the first dump was at 1s: the interval ends at 61s
+		synctest.Wait()
+		assert.Len(t, logs.got(), 2, "it is logged once the interval has passed")
+		s.Release(1)
+		synctest.Wait()
+		require.Len(t, finished(second), 1)
+		s.Release(1)
+	})
+}
