@@ -2,6 +2,7 @@ package semaphore
 
 import (
 	"context"
+	"strconv"
 	"sync/atomic"
 )
 
@@ -106,9 +107,7 @@ func (u *Units) take(op string, n int64) error {
 	for {
 		have := atomic.LoadInt64(&u.n)
 		if have < n {
-			e := u.sem.newError(kindInsufficient, n, ErrInsufficientUnits)
-			e.op, e.count = op, have
-			return e
+			return u.sem.fail(op+" "+count(n, "unit")+": the units hold only "+strconv.FormatInt(have, 10), ErrInsufficientUnits)
 		}
 		if atomic.CompareAndSwapInt64(&u.n, have, have-n) {
 			return nil
@@ -124,9 +123,7 @@ func (u *Units) Adopt(other *Units) error {
 		return nil
 	}
 	if other.sem != u.sem {
-		e := u.sem.newError(kindDifferent, other.Count(), ErrDifferentSemaphore)
-		e.other = other.sem
-		return e
+		return u.sem.fail("Adopt "+count(other.Count(), "unit")+" of "+other.sem.label(), ErrDifferentSemaphore)
 	}
 	atomic.AddInt64(&u.n, atomic.SwapInt64(&other.n, 0))
 	return nil
