@@ -11,22 +11,22 @@ type breakState struct {
 // semaphore guards can no longer be trusted. Every waiter fails, in FIFO order, with
 // an error that matches ErrBroken and err (when err is not nil). From then on
 // Acquire, AcquireTimeout and AcquireUnits fail at once the same way, TryAcquire
-// returns false, and Release, Consume and Resize do nothing, so holders can still
-// return their units without knowing about the break. Only the first Break counts;
-// later calls do nothing. Break never blocks on a waiter: it wakes them and returns.
+// returns false, Available reports 0, Resize and Consume do nothing, and Release
+// never panics, so holders can still return their units without knowing about the
+// break. Released units are still counted, so that Drain can wait for them. Only
+// the first Break counts; later calls do nothing. Break never blocks on a waiter:
+// it wakes them and returns.
 func (s *Semaphore) Break(err error) {
 	s.mu.Lock()
 	if s.broken.Load() != nil {
 		s.mu.Unlock()
 		return
 	}
-	b := &breakState{cause: err, err: s.newError(kindBroken, 0, ErrBroken)}
-	if err != nil {
-		b.err = s.newError(kindBroken, 0, ErrBroken, err)
-	}
-	// Store the error before the flag: a lock-free path that sees the flag reads
-	// the error next, and the atomics order the two.
+	b := &breakState{cause: err}
+	// Store the state before the flag: a lock-free path that sees the flag reads
+	// the cause next, and the atomics order the two.
 	s.broken.Store(b)
+	b.err = s.brokenError("broken")
 	s.state.Or(flagBroken)
 	var woken wakeList
 	for s.head != nil {

@@ -32,9 +32,9 @@ func (s *Semaphore) Diagnostics(maxLines int) string {
 	b.WriteString(snap.headline())
 	b.WriteByte('\n')
 	fmt.Fprintf(&b, "capacity %d, available %d, held %d, waiters %d (%s)\n",
-		snap.capacity, max(snap.avail, 0), snap.held(), len(snap.waiters), units(snap.waitUnits))
+		snap.capacity, max(snap.avail, 0), snap.held(), len(snap.waiters), count(snap.waitUnits, "unit"))
 	if snap.avail < 0 {
-		fmt.Fprintf(&b, "in debt by %s after Consume or a shrinking Resize\n", units(-snap.avail))
+		fmt.Fprintf(&b, "in debt by %s after Consume or a shrinking Resize\n", count(-snap.avail, "unit"))
 	}
 	snap.writeHolders(&b, maxLines)
 	snap.writeWaiters(&b, maxLines)
@@ -70,7 +70,7 @@ func (s *Semaphore) snapshot() snapshot {
 	s.mu.Lock()
 	snap.now = time.Since(epoch)
 	st := s.state.Load()
-	snap.capacity, snap.avail, snap.broken = s.capacity.Load(), st>>unitShift, s.broken.Load()
+	snap.capacity, snap.avail, snap.broken = s.capacity.Load(), unitsOf(st), s.broken.Load()
 	for w := s.head; w != nil; w = w.next {
 		snap.waiters = append(snap.waiters, waiterRow{n: w.n, since: w.since})
 		snap.waitUnits += w.n
@@ -114,7 +114,7 @@ func (snap *snapshot) headline() string {
 		fmt.Fprintf(&b, "no waiters, %d of %d available, ", max(snap.avail, 0), snap.capacity)
 	default:
 		head := snap.waiters[0]
-		fmt.Fprintf(&b, "head waiter wants %s", units(head.n))
+		fmt.Fprintf(&b, "head waiter wants %s", count(head.n, "unit"))
 		if snap.tracked {
 			fmt.Fprintf(&b, " (waiting %v)", roundWait(snap.now-head.since))
 		}
@@ -184,7 +184,7 @@ func (snap *snapshot) writeHolders(b *strings.Builder, maxLines int) {
 	slices.SortStableFunc(groups, func(x, y holderGroup) int {
 		return cmp.Or(cmp.Compare(x.oldest, y.oldest), cmp.Compare(y.units, x.units))
 	})
-	fmt.Fprintf(b, "holders (%d, %s), by site, oldest first:\n", len(snap.holders), units(snap.holdUnits))
+	fmt.Fprintf(b, "holders (%d, %s), by site, oldest first:\n", len(snap.holders), count(snap.holdUnits, "unit"))
 	b.WriteString("  holders  units  oldest    site\n")
 	for i, g := range groups {
 		if maxLines > 0 && i == maxLines {
@@ -212,7 +212,7 @@ func (snap *snapshot) writeWaiters(b *strings.Builder, maxLines int) {
 			for _, w := range snap.waiters[i:] {
 				rest += w.n
 			}
-			fmt.Fprintf(b, "  %d more waiters, %s\n", len(snap.waiters)-i, units(rest))
+			fmt.Fprintf(b, "  %d more waiters, %s\n", len(snap.waiters)-i, count(rest, "unit"))
 			break
 		}
 		age := "?"

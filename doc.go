@@ -32,12 +32,18 @@
 //
 // Break fails every waiter and every later Acquire with an error that matches
 // ErrBroken and the cause given. After Break, TryAcquire returns false, Available
-// reports 0, and Release, Consume and Resize do nothing, so that holders can return
-// units during shutdown without checking anything.
+// reports 0, Consume and Resize do nothing, and Release never panics, so that
+// holders can return units during shutdown without checking anything. Drain waits
+// until every unit is back; Break followed by Drain is the shutdown sequence "stop
+// admitting, then wait for the holders".
 //
 // Consume takes units without waiting and may drive availability below zero
 // (Available then reports 0); Resize changes the capacity without revoking holders
 // and fails queued requests that no longer fit with ErrTooLarge.
+//
+// Every failed call decides in one order: a done context first (Acquire with a
+// context that has already ended fails even when units are free), then broken,
+// then too large, then queue full or, for AcquireTimeout with d <= 0, "would wait".
 //
 // # Decisions where the contract leaves room
 //
@@ -49,11 +55,29 @@
 //     semaphore 0x…" (its address) so that log lines about one semaphore can be told
 //     apart. "queued behind N waiters" counts the waiters ahead when the call joined
 //     the list (counting them again on failure would cost O(N)).
-//   - Stats counts a cancelled call that was granted in the race as Cancelled, not
-//     Acquired: the counters describe what callers saw.
-//   - Capacities, requests and releases are limited to MaxUnits.
+//   - Stats counts every failed call once, under the error it returned: a wait
+//     that ends at its context's deadline is TimedOut, like AcquireTimeout's; a
+//     cancelled call that was granted in the race is Cancelled (or TimedOut), not
+//     Acquired: the counters describe what callers saw. AcquireTimeout(0) that
+//     cannot be granted is TimedOut and never queues.
+//   - Capacities, requests, releases and Consume amounts are limited to MaxUnits,
+//     and so is the debt Consume may create. The state keeps room for the sum of
+//     any two values in range, so no count ever wraps, and Release detects an
+//     over-release (more units available than the capacity) as it happens, not
+//     later. Release cannot tell which holder released too much; Units, which
+//     release what they own exactly once, are what protect a caller.
+//   - Drain does not stop admission by itself (call Break first for a shutdown);
+//     it returns nil when, at some instant, no unit is held or consumed. After
+//     Break, Release keeps counting returned units for Drain, capped at the
+//     capacity, while Available reports 0.
 //   - Panics (programmer errors: negative units, releasing more than is held, a
-//     negative capacity) name the semaphore and the value.
+//     capacity out of range, a negative WithMaxWaiters) name the semaphore and the
+//     value.
+//   - Errors have one shape: the message, built when the error is made, reads
+//     "semaphore NAME: what was asked: why it failed"; errors.Is matches the
+//     sentinel and, where they apply, the context's error and cause or the error
+//     passed to Break. Unlike golang.org/x/sync/semaphore, a context error is
+//     wrapped, not returned as is: compare with errors.Is, not ==.
 //
 // # Observability
 //
@@ -69,14 +93,18 @@
 //
 //   - The observer hears about every call not granted at once, refusals included
 //     (Queued false), and never about calls granted at once, so that the lock-free
-//     paths never look at it. Its Outcome follows the error the caller sees: a
-//     context deadline is TimedOut, although Stats counts it as Cancelled.
+//     paths never look at it. Its Outcome follows the error the caller sees, as
+//     the Stats counters do: a context deadline is TimedOut.
 //   - Only Units are tracked: a plain Acquire/Release pair has nothing to follow the
 //     units by, so dumps show those units as held outside Units.
-//   - A tracked Units is followed through a weak pointer and finalized rather than
-//     given a runtime.AddCleanup: leak detection must read how many units the
-//     Units held when it was dropped, which a cleanup cannot see, and counting them
-//     anywhere else would cost Units.Release a branch on every semaphore.
+//   - A tracked Units is followed through a weak pointer, and with leak detection
+//     it gets a finalizer rather than a runtime.AddCleanup: leak detection must
+//     read how many units the Units held when it was dropped, which a cleanup
+//     cannot see, and counting them anywhere else would cost Units.Release a
+//     branch on every semaphore.
+//   - With tracking on, a call that queues reads the clock once more, under the
+//     lock, so that dumps can show how long each waiter has waited; without it the
+//     wait's two clock reads are the ones Stats.WaitTime and the observer share.
 //   - Leaked units are reported, never returned, unless the report's Reclaim is
 //     called.
 //   - The core does not import expvar, whose import registers an HTTP handler; the

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 )
 
@@ -33,113 +32,20 @@ var (
 	ErrDifferentSemaphore = errors.New("semaphore: units belong to a different semaphore")
 )
 
-// opError is the only error type the package returns. It records the facts of a
-// failure and formats its message only when Error is called: when many waiters fail
-// at once (a Break, an overload that times out a whole queue) each failure costs one
-// small allocation, and messages nobody logs are never built. Unwrap lists what
-// errors.Is should match: sentinels, context errors and causes.
+// opError is the one error type of the package: the complete message, written when
+// the error is made, and the errors it matches (a sentinel, and the context's error
+// and cause, or the error passed to Break).
 type opError struct {
-	sem      *Semaphore
-	kind     errKind
-	op       string // the Units method, for kindInsufficient
-	n        int64  // units asked for, or offered for kindDifferent
-	count    int64  // capacity, waiters or units held, as the kind says
-	queued   bool   // the call waited in the list (timeouts and cancellations)
-	waited   time.Duration
-	ahead    int   // waiters in the list when the call joined it
-	avail    int64 // units available when the call failed
-	other    *Semaphore
-	causes   [3]error
-	nCauses  int
-	timeout  time.Duration // AcquireTimeout's d, for a timeout without waiting
-	ctxWhat  string        // "canceled" or "timed out", for kindContext
-	ctxCause bool          // causes[len-1] is a context.Cause distinct from ctx.Err()
+	msg     string
+	matches []error
 }
 
-type errKind uint8
+func (e *opError) Error() string   { return e.msg }
+func (e *opError) Unwrap() []error { return e.matches }
 
-const (
-	kindBroken       errKind = iota // Err() after Break
-	kindAcquireBroke                // a call refused or failed because of Break
-	kindTooLarge                    // n > capacity
-	kindResized                     // failed while queued by a shrinking Resize
-	kindQueueFull                   // WithMaxWaiters reached
-	kindTimeout                     // AcquireTimeout's deadline
-	kindContext                     // the context ended
-	kindInsufficient                // Units.Return or Split of more than held
-	kindDifferent                   // Units.Adopt across semaphores
-)
-
-func (s *Semaphore) newError(kind errKind, n int64, causes ...error) *opError {
-	e := &opError{sem: s, kind: kind, n: n}
-	e.nCauses = copy(e.causes[:], causes)
-	return e
-}
-
-func (e *opError) Unwrap() []error { return e.causes[:e.nCauses] }
-
-func (e *opError) Error() string {
-	var b strings.Builder
-	b.WriteString(e.sem.label())
-	b.WriteString(": ")
-	switch e.kind {
-	case kindBroken:
-		b.WriteString("broken")
-		e.writeBreakCause(&b)
-		return b.String()
-	case kindInsufficient:
-		fmt.Fprintf(&b, "%s %s: the units hold only %d", e.op, units(e.n), e.count)
-		return b.String()
-	case kindDifferent:
-		fmt.Fprintf(&b, "Adopt %s of %s", units(e.n), e.other.label())
-		return b.String()
-	}
-	fmt.Fprintf(&b, "acquire %s: ", units(e.n))
-	switch e.kind {
-	case kindAcquireBroke:
-		b.WriteString("broken")
-		e.writeBreakCause(&b)
-	case kindTooLarge:
-		fmt.Fprintf(&b, "more than the capacity of %d", e.count)
-	case kindResized:
-		fmt.Fprintf(&b, "the capacity was reduced to %d while waiting", e.count)
-	case kindQueueFull:
-		fmt.Fprintf(&b, "wait queue full (%d waiters)", e.count)
-	case kindTimeout:
-		if !e.queued {
-			fmt.Fprintf(&b, "timed out: not available at once and the timeout is %v (%s)", e.timeout, e.availability())
-			break
-		}
-		fmt.Fprintf(&b, "timed out %s (%s)", e.report(), e.availability())
-	case kindContext:
-		b.WriteString(e.ctxWhat)
-		if e.queued {
-			fmt.Fprintf(&b, " %s (%s): ", e.report(), e.availability())
-		} else {
-			b.WriteString(" before waiting: ")
-		}
-		b.WriteString(e.causes[0].Error())
-		if e.ctxCause {
-			b.WriteString(": ")
-			b.WriteString(e.causes[e.nCauses-1].Error())
-		}
-	}
-	return b.String()
-}
-
-func (e *opError) writeBreakCause(b *strings.Builder) {
-	if e.nCauses > 1 {
-		b.WriteString(": ")
-		b.WriteString(e.causes[1].Error())
-	}
-}
-
-func (e *opError) report() string {
-	return fmt.Sprintf("after %v, queued behind %d waiters", roundWait(e.waited), e.ahead)
-}
-
-func (e *opError) availability() string {
-	return fmt.Sprintf("%d of %d units available", e.avail, e.count)
+// fail makes an error whose message is the semaphore's label, ": ", then what.
+func (s *Semaphore) fail(what string, matches ...error) error {
+	return &opError{msg: s.label() + ": " + what, matches: matches}
 }
 
 // label names the semaphore in messages: its name, or its address when unnamed so
@@ -156,85 +62,95 @@ func (s *Semaphore) panicf(format string, args ...any) {
 	panic(s.label() + ": " + fmt.Sprintf(format, args...))
 }
 
-func units(n int64) string {
-	if n == 1 {
-		return "1 unit"
+// count writes n of a noun, in the singular for one: "1 unit", "3 waiters".
+func count(n int64, noun string) string {
+	s := strconv.FormatInt(n, 10) + " " + noun
+	if n != 1 {
+		s += "s"
 	}
-	return strconv.FormatInt(n, 10) + " units"
+	return s
 }
 
+// availability is "3 of 10 units available".
+func (s *Semaphore) availability() string {
+	capacity := s.Capacity()
+	unit := " units"
+	if capacity == 1 {
+		unit = " unit"
+	}
+	return strconv.FormatInt(s.Available(), 10) + " of " + strconv.FormatInt(capacity, 10) + unit + " available"
+}
+
+func acquiring(n int64) string { return "acquire " + count(n, "unit") + ": " }
+
 func (s *Semaphore) errTooLarge(n, capacity int64) error {
-	s.rejected.Add(1)
-	e := s.newError(kindTooLarge, n, ErrTooLarge)
-	e.count = capacity
-	return e
+	return s.fail(acquiring(n)+"more than the capacity of "+strconv.FormatInt(capacity, 10), ErrTooLarge)
 }
 
 func (s *Semaphore) errResized(n int64) error {
-	e := s.newError(kindResized, n, ErrTooLarge)
-	e.count = s.Capacity()
-	return e
+	return s.fail(acquiring(n)+"the capacity was reduced to "+strconv.FormatInt(s.Capacity(), 10)+" while waiting", ErrTooLarge)
 }
 
 func (s *Semaphore) errQueueFull(n int64, waiters int) error {
-	s.rejected.Add(1)
-	e := s.newError(kindQueueFull, n, ErrQueueFull)
-	e.count = int64(waiters)
-	return e
+	return s.fail(acquiring(n)+"wait queue full ("+count(int64(waiters), "waiter")+")", ErrQueueFull)
 }
 
 func (s *Semaphore) errBroken(n int64) error {
-	if b := s.broken.Load(); b.cause != nil {
-		return s.newError(kindAcquireBroke, n, ErrBroken, b.cause)
-	}
-	return s.newError(kindAcquireBroke, n, ErrBroken)
+	return s.brokenError(acquiring(n) + "broken")
 }
 
-// waitReport describes a wait that ended in failure, for the error message.
+// brokenError is what after Break fails: its message ends with the cause, and it
+// matches ErrBroken and the cause.
+func (s *Semaphore) brokenError(what string) error {
+	b := s.broken.Load()
+	if b.cause == nil {
+		return s.fail(what, ErrBroken)
+	}
+	return s.fail(what+": "+b.cause.Error(), ErrBroken, b.cause)
+}
+
+// waitReport describes how a failed call waited, for its error message.
 type waitReport struct {
+	queued bool // the call joined the wait list
 	waited time.Duration
 	ahead  int // waiters in the list when the call joined it
 }
 
-// withWait records the wait (nil: the call never queued) and the units available
-// now into e.
-func (s *Semaphore) withWait(e *opError, r *waitReport) *opError {
-	if r != nil {
-		e.queued, e.waited, e.ahead = true, r.waited, r.ahead
-	}
-	e.avail, e.count = s.Available(), s.Capacity()
-	return e
+func (r waitReport) String() string {
+	return "after " + roundWait(r.waited).String() + ", queued behind " + count(int64(r.ahead), "waiter")
 }
 
 // errTimeout is AcquireTimeout's failure. It matches context.DeadlineExceeded too,
 // so callers that treat both acquire forms alike need one check.
-func (s *Semaphore) errTimeout(n int64, d time.Duration, r *waitReport) error {
-	e := s.withWait(s.newError(kindTimeout, n, ErrTimedOut, context.DeadlineExceeded), r)
-	e.timeout = d
-	return e
+func (s *Semaphore) errTimeout(n int64, d time.Duration, r waitReport) error {
+	what := acquiring(n) + "not available at once and the timeout is " + d.String()
+	if r.queued {
+		what = acquiring(n) + "timed out " + r.String()
+	}
+	return s.fail(what+" ("+s.availability()+")", ErrTimedOut, context.DeadlineExceeded)
 }
 
 // errContext is Acquire's failure when ctx ends first. It matches ctx.Err() and
 // context.Cause(ctx), and ErrTimedOut when the context's deadline passed.
-func (s *Semaphore) errContext(ctx context.Context, n int64, r *waitReport) error {
+func (s *Semaphore) errContext(ctx context.Context, n int64, r waitReport) error {
 	err, cause := ctx.Err(), context.Cause(ctx)
-	e := s.withWait(s.newError(kindContext, n, err), r)
-	e.ctxWhat = "canceled"
+	matches := []error{err}
+	what := acquiring(n) + "canceled"
 	if errors.Is(err, context.DeadlineExceeded) {
-		e.ctxWhat = "timed out"
-		e.causes[e.nCauses] = ErrTimedOut
-		e.nCauses++
+		what = acquiring(n) + "timed out"
+		matches = append(matches, ErrTimedOut)
 	}
+	if r.queued {
+		what += " " + r.String() + " (" + s.availability() + ")"
+	} else {
+		what += " before waiting"
+	}
+	what += ": " + err.Error()
 	if cause != nil && cause != err {
-		e.causes[e.nCauses] = cause
-		e.nCauses++
-		e.ctxCause = true
+		what += ": " + cause.Error()
+		matches = append(matches, cause)
 	}
-	return e
-}
-
-func (s *Semaphore) availability() string {
-	return fmt.Sprintf("%d of %d units available", s.Available(), s.Capacity())
+	return s.fail(what, matches...)
 }
 
 // roundWait keeps durations in messages readable: 1.5s, 120ms, 35µs.

@@ -29,6 +29,11 @@ func FuzzSemaphoreModel(f *testing.F) {
 		{0x83, 0x01, 0, 1, 0, 1, 0, 1, 0, 1, 9, 0, 7, 1, 3, 1},
 		{0x00, 0x05, 2, 3, 2, 2, 4, 2, 2, 4, 0, 3, 4, 0, 1, 4, 1, 3, 9, 3},
 		{0x00, 0x03, 10, 3, 2, 1, 11, 2, 12, 1, 0, 4, 0, 0, 4, 0, 0, 9, 8},
+		// Break, then Drain while holders return their units; a zero timeout; an
+		// over-release before and after the break.
+		{0x00, 0x03, 4, 2, 0, 1, 0, 1, 3, 0, 10, 1, 12, 0, 11, 0, 9, 0, 11, 0, 12, 1, 5, 0, 0, 2, 5, 0, 0, 1},
+		// A Drain cancelled while units are out, then one that completes.
+		{0x00, 0x02, 4, 2, 11, 0, 11, 1, 11, 0, 6, 1, 5, 0, 0, 2, 5, 0, 0, 1, 10, 2, 10, 3},
 	} {
 		f.Add(seed)
 	}
@@ -115,7 +120,19 @@ type harness struct {
 	holds           []*holding
 	pending         []*call // calls whose goroutine has not been seen to return
 	acquired        uint64
+	drains          []*drainCall // Drain calls that have not been seen to return
 }
+
+// drainCall is a Drain running on its own goroutine with a cancellable context.
+type drainCall struct {
+	id        int
+	cancel    context.CancelFunc
+	cancelled bool // the model cancelled it while units were out
+	result    chan error
+}
+
+// out is the model's units held or consumed.
+func (h *harness) out() int64 { return h.capacity - h.avail }
 
 func runProgram(t *testing.T, prog []byte) {
 	h := &harness{t: t, capacity: int64(prog[1] % 6), maxWaiters: -1}
@@ -144,7 +161,7 @@ func (h *harness) fatalf(format string, args ...any) {
 }
 
 func (h *harness) step(r *fuzzprog.Reader) {
-	switch op := r.Byte() % 10; op {
+	switch op := r.Byte() % 13; op {
 	case 0, 1, 2, 3:
 		h.start(callKind(op), int64(r.Byte()%6), r.Byte())
 	case 4:
@@ -196,8 +213,97 @@ func (h *harness) step(r *fuzzprog.Reader) {
 		for _, w := range append([]*call(nil), h.queue...) {
 			h.leave(w, broken)
 		}
+	case 10:
+		h.tryTimeout(int64(r.Byte() % 7))
+	case 11:
+		h.drainOrCancel(r.Byte())
+	case 12:
+		h.overRelease(int64(r.Byte() % 3))
 	}
 	synctest.Wait()
+}
+
+// tryTimeout is AcquireTimeout(0, n): decided at once, in the contract's order,
+// without ever queuing.
+func (h *harness) tryTimeout(n int64) {
+	err := h.s.AcquireTimeout(0, n)
+	want := timedOut
+	switch {
+	case h.broken:
+		want = broken
+	case n > h.capacity:
+		want = tooLarge
+	case len(h.queue) == 0 && h.avail >= n:
+		want = granted
+	}
+	h.logf("AcquireTimeout(0, %d) = %v", n, err)
+	if got := classify(err); got != want {
+		h.fatalf("AcquireTimeout(0, %d): got %q, model says %q", n, got, want)
+	}
+	if want == granted {
+		h.avail -= n
+		h.acquired++
+		h.holds = append(h.holds, &holding{n: n})
+	}
+}
+
+// drainOrCancel starts a Drain, or cancels the oldest one still waiting.
+func (h *harness) drainOrCancel(pick byte) {
+	if pick%2 == 1 && len(h.drains) > 0 {
+		d := h.drains[0]
+		h.logf("drain #%d cancel", d.id)
+		d.cancel()
+		d.cancelled = true
+		return
+	}
+	h.next++
+	ctx, cancel := context.WithCancel(context.Background())
+	d := &drainCall{id: h.next, cancel: cancel, result: make(chan error, 1)}
+	h.logf("drain #%d start (%d out)", d.id, h.out())
+	go func() { d.result <- h.s.Drain(ctx) }()
+	h.drains = append(h.drains, d)
+}
+
+// overRelease releases more than is out: a panic that changes nothing on a healthy
+// semaphore; on a broken one, no panic, and the count stops at the capacity.
+func (h *harness) overRelease(extra int64) {
+	n := h.out() + 1 + extra
+	msg, ok := panics(func() { h.s.Release(n) })
+	h.logf("Release(%d) with %d out: panic %v", n, h.out(), ok)
+	if h.broken {
+		if ok {
+			h.fatalf("Release(%d) after Break panicked: %s", n, msg)
+		}
+		h.avail = h.capacity
+		return
+	}
+	if !ok || !strings.Contains(msg, "released more than held") {
+		h.fatalf("Release(%d) with %d out: panic %q, want released more than held", n, h.out(), msg)
+	}
+}
+
+// checkDrains: a Drain returns nil once nothing is out, and an error only when
+// cancelled while units were out.
+func (h *harness) checkDrains() {
+	still := h.drains[:0]
+	for _, d := range h.drains {
+		select {
+		case err := <-d.result:
+			switch {
+			case err == nil && h.out() <= 0:
+			case err != nil && d.cancelled && errors.Is(err, context.Canceled):
+			default:
+				h.fatalf("drain #%d returned %v with %d out (cancelled %v)", d.id, err, h.out(), d.cancelled)
+			}
+			d.cancel()
+		default:
+			if h.out() <= 0 || d.cancelled {
+				h.fatalf("drain #%d still waits with %d out (cancelled %v)", d.id, h.out(), d.cancelled)
+			}
+			still = append(still, d)
+		}
+	}
+	h.drains = still
 }
 
 // start begins an acquire of kind k on its own goroutine and predicts its fate.
@@ -309,6 +415,8 @@ func (h *harness) release(pick, how, amount byte) {
 	if !h.broken {
 		h.avail += giveBack
 		h.grant()
+	} else {
+		h.avail = min(h.avail+giveBack, h.capacity) // counted for Drain, never past the capacity
 	}
 	h.dropEmpty()
 }
@@ -407,6 +515,7 @@ func (h *harness) check() {
 	if got := h.s.Waiters(); got != len(h.queue) {
 		h.fatalf("Waiters() = %d, model has %d queued", got, len(h.queue))
 	}
+	h.checkDrains()
 	if h.broken {
 		require.Zero(h.t, h.s.Available())
 		return
@@ -454,6 +563,8 @@ func (h *harness) drain() {
 		require.Equal(h.t, h.capacity, h.s.Available(), "everything drains back to the capacity")
 	}
 	require.Zero(h.t, h.s.Waiters())
+	require.Empty(h.t, h.drains, "every Drain returned once everything was back")
+	require.NoError(h.t, h.s.Drain(context.Background()))
 }
 
 func (h *harness) endableWaits() int {

@@ -1,7 +1,6 @@
 package semaphore
 
 import (
-	"context"
 	"errors"
 	"time"
 )
@@ -43,7 +42,7 @@ type WaitEvent struct {
 
 // Outcome is how a call that was not granted at once ended. It follows the error
 // the caller sees: a context whose deadline passed is TimedOut, as the error
-// matches ErrTimedOut.
+// matches ErrTimedOut (and as Stats counts it).
 type Outcome uint8
 
 const (
@@ -87,8 +86,18 @@ func (s *Semaphore) observeRefusal(n int64, err error) {
 	s.observer.WaitEnded(s, WaitEvent{Units: n, Outcome: outcomeOf(err)})
 }
 
-// observeWait reports a call that waited in the list.
-func (s *Semaphore) observeWait(ctx context.Context, n int64, outcome int64, waited time.Duration, ahead int) {
+// refused reports a call that failed without waiting in the list, if there is an
+// observer, and returns its error.
+func (s *Semaphore) refused(n int64, err error) error {
+	if s.observer != nil {
+		s.observeRefusal(n, err)
+	}
+	return err
+}
+
+// observeWait reports a call that waited in the list. waited comes from the
+// wait's two clock reads, the ones Stats.WaitTime adds up.
+func (s *Semaphore) observeWait(n int64, outcome int64, waited time.Duration, ahead int) {
 	e := WaitEvent{Units: n, Queued: true, Waited: waited, Ahead: ahead}
 	switch outcome {
 	case settledGranted:
@@ -97,9 +106,6 @@ func (s *Semaphore) observeWait(ctx context.Context, n int64, outcome int64, wai
 		e.Outcome = TimedOut
 	case settledCancelled:
 		e.Outcome = Cancelled
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			e.Outcome = TimedOut // as the error the caller sees says
-		}
 	case settledTooLarge:
 		e.Outcome = TooLarge
 	default:

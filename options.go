@@ -6,8 +6,9 @@ type Option func(*config)
 
 // config holds what the options set; New copies it into the Semaphore.
 type config struct {
-	name       string
-	maxWaiters int // -1: unlimited
+	name          string
+	maxWaiters    int  // -1: unbounded
+	badMaxWaiters bool // WithMaxWaiters was given a negative value; New panics
 
 	observer Observer    // WithObserver; nil: none
 	tracking trackConfig // WithHolderTracking, WithAcquireStacks, WithLeakDetection, WithWatchdog
@@ -26,5 +27,5 @@ func WithName(name string) Option {
 // that cannot be granted at once fails). New panics if m < 0. Without this option
 // the wait list is unbounded.
 func WithMaxWaiters(m int) Option {
-	return func(c *config) { c.maxWaiters = m }
+	return func(c *config) { c.maxWaiters, c.badMaxWaiters = m, m < 0 }
 }

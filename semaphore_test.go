@@ -62,7 +62,7 @@ func requirePanic(t *testing.T, contains string, f func()) {
 	f()
 }
 
-// Rule 1.
+// New: a semaphore starts with its whole capacity available; a capacity out of range panics.
 
 func TestNew_StartsWithAllUnitsAvailable(t *testing.T) {
 	s := semaphore.New(7)
@@ -78,7 +78,7 @@ func TestNew_PanicsOnNegativeCapacity(t *testing.T) {
 	requirePanic(t, "capacity must be between", func() { semaphore.New(semaphore.MaxUnits + 1) })
 }
 
-// Rule 2a.
+// Acquire: negative units are a programmer error and panic, naming the semaphore.
 
 func TestAcquire_NegativePanics(t *testing.T) {
 	s := semaphore.New(1, semaphore.WithName("db"))
@@ -105,7 +105,7 @@ func TestAcquire_ZeroFollowsTheSameRules(t *testing.T) {
 	})
 }
 
-// Rule 2b.
+// Acquire: strict FIFO. Waiters are granted in arrival order, and a large head holds back smaller waiters behind it.
 
 func TestAcquire_StrictFIFOGrantsInArrivalOrder(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -140,7 +140,7 @@ func TestAcquire_LargeHeadHoldsBackSmallerWaiters(t *testing.T) {
 	})
 }
 
-// Rule 2c.
+// Acquire: a context that is already done fails the call at once, even when units are free.
 
 func TestAcquire_DoneContextFailsEvenWhenUnitsAreFree(t *testing.T) {
 	s := semaphore.New(5)
@@ -155,7 +155,7 @@ func TestAcquire_DoneContextFailsEvenWhenUnitsAreFree(t *testing.T) {
 	assert.ErrorIs(t, err, context.Canceled)
 }
 
-// Rule 2d.
+// Acquire: a request larger than the capacity fails at once with ErrTooLarge, without queuing.
 
 func TestAcquire_TooLargeFailsAtOnceWithoutQueuing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -175,7 +175,7 @@ func TestAcquire_TooLargeFailsAtOnceWithoutQueuing(t *testing.T) {
 	})
 }
 
-// Rule 2e.
+// Acquire: a broken semaphore fails the call at once with ErrBroken and the cause.
 
 func TestAcquire_BrokenFailsAtOnce(t *testing.T) {
 	s := semaphore.New(3)
@@ -190,7 +190,7 @@ func TestAcquire_BrokenFailsAtOnce(t *testing.T) {
 	assert.ErrorIs(t, err, cause)
 }
 
-// Rule 2f.
+// Acquire: with WithMaxWaiters(m), the call that would be waiter m+1 fails at once with ErrQueueFull.
 
 func TestAcquire_QueueFullFailsTheExtraWaiter(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -221,7 +221,7 @@ func TestAcquire_MaxWaitersZeroNeverQueues(t *testing.T) {
 	requirePanic(t, "WithMaxWaiters(-2)", func() { semaphore.New(1, semaphore.WithMaxWaiters(-2)) })
 }
 
-// Rule 2g.
+// Acquire: a waiter that gives up leaves from anywhere in the list, lets the waiters behind it in if they now fit, and leaves no trace.
 
 func TestAcquire_LeavingHeadWakesFollowers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -318,7 +318,7 @@ func TestAcquire_GrantRacingCancellationLosesNoUnits(t *testing.T) {
 	assert.NotZero(t, outcomes[false], "the cancellation should win some races")
 }
 
-// Rule 2h.
+// Acquire: errors match the context's error and cause, and ErrTimedOut for a deadline.
 
 func TestAcquire_ErrorsMatchTheContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -351,7 +351,7 @@ func TestAcquire_ErrorsMatchTheContext(t *testing.T) {
 	})
 }
 
-// Rule 2i.
+// Errors: each message says which semaphore, what was asked and why it failed.
 
 func TestErrors_SayWhichSemaphoreWhatWasAskedAndWhy(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -373,7 +373,7 @@ func TestErrors_UnnamedSemaphoreIsStillIdentified(t *testing.T) {
 	assert.Contains(t, s.String(), strings.SplitN(msg, ":", 2)[0])
 }
 
-// Rule 3.
+// AcquireTimeout: waits at most d, leaves the list at once on expiry, and never waits for d <= 0.
 
 func TestAcquireTimeout_ExpiresAfterExactlyD(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -450,7 +450,7 @@ func TestAcquireTimeout_ExpiredWaiterLeavesAtOnceFromAnywhere(t *testing.T) {
 	})
 }
 
-// Rule 4.
+// TryAcquire: only when the units are available and nobody waits; never on a broken semaphore.
 
 func TestTryAcquire_OnlyWhenAvailableAndNobodyWaits(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -470,7 +470,7 @@ func TestTryAcquire_OnlyWhenAvailableAndNobodyWaits(t *testing.T) {
 	})
 }
 
-// Rule 5.
+// Release: grants waiters in FIFO order as far as they fit, on the caller's goroutine; releasing more than is held panics.
 
 func TestRelease_GrantsWaitersInOrderAsFarAsTheyFit(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -532,7 +532,7 @@ func TestRelease_OnBrokenSemaphoreIsANoop(t *testing.T) {
 	assert.Equal(t, int64(0), s.Available())
 }
 
-// Rule 6.
+// Consume: takes units at once, may drive availability below zero, ignores waiters and never blocks.
 
 func TestConsume_TakesUnitsAtOnceAndMayGoNegative(t *testing.T) {
 	s := semaphore.New(4)
@@ -570,7 +570,7 @@ func TestConsume_BrokenIsANoopAndNegativePanics(t *testing.T) {
 	assert.Equal(t, int64(2), s.Capacity(), "Resize is a no-op on a broken semaphore")
 }
 
-// Rule 7.
+// Break: fails every waiter and every later call with ErrBroken and the cause; only the first Break counts.
 
 func TestBreak_FailsEveryWaiterWithTheCause(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -617,7 +617,7 @@ func TestBreak_NilCauseMatchesErrBroken(t *testing.T) {
 	assert.ErrorIs(t, s.Acquire(context.Background(), 1), semaphore.ErrBroken)
 }
 
-// Rule 8.
+// Resize: growing grants waiters that now fit; shrinking never revokes holders and fails waiters larger than the new capacity.
 
 func TestResize_GrowingGrantsWaitersThatNowFit(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -674,7 +674,7 @@ func TestResize_NegativePanics(t *testing.T) {
 	requirePanic(t, "Resize(-1)", func() { semaphore.New(1).Resize(-1) })
 }
 
-// Rule 9.
+// Queries and Stats report the live state and exact counters.
 
 func TestQueries_ReportLiveState(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -721,7 +721,7 @@ func TestStats_CountsEveryKindOfOutcome(t *testing.T) {
 	})
 }
 
-// Rule 12.
+// Options: the name appears in every error, panic, String and Stats.
 
 func TestOptions_NameAppearsEverywhere(t *testing.T) {
 	s := semaphore.New(1, semaphore.WithName("pool"))
@@ -731,7 +731,7 @@ func TestOptions_NameAppearsEverywhere(t *testing.T) {
 	requirePanic(t, `semaphore "pool"`, func() { s.Release(3) })
 }
 
-// Rule 13.
+// Errors: every sentinel is distinct under errors.Is.
 
 func TestErrors_SentinelsAreDistinct(t *testing.T) {
 	all := []error{semaphore.ErrBroken, semaphore.ErrTimedOut, semaphore.ErrQueueFull,

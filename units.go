@@ -2,6 +2,7 @@ package semaphore
 
 import (
 	"context"
+	"strconv"
 	"sync/atomic"
 )
 
@@ -41,8 +42,8 @@ func (s *Semaphore) AcquireUnits(ctx context.Context, n int64) (*Units, error) {
 // inlined caller lets an untracked Units that does not escape live on the stack;
 // a tracked one lives on the heap, where weak pointers and cleanups can see it.
 func (s *Semaphore) acquireUnits(ctx context.Context, u *Units) (*Units, error) {
-	if ctx.Done() != nil || !s.tryOnce(u.n) {
-		if err := s.acquire(ctx, u.n); err != nil {
+	if ctx.Done() != nil || !s.tryAcquire(u.n) {
+		if err := s.acquireSlow(ctx, u.n); err != nil {
 			return nil, err
 		}
 	}
@@ -60,7 +61,7 @@ func (s *Semaphore) TryAcquireUnits(n int64) (*Units, bool) {
 
 // tryAcquireUnits is TryAcquire for TryAcquireUnits, as acquireUnits is Acquire.
 func (s *Semaphore) tryAcquireUnits(u *Units) (*Units, bool) {
-	if !s.tryOnce(u.n) && !s.tryAcquire(u.n) {
+	if !s.tryAcquire(u.n) && !s.tryAcquireSlow(u.n) {
 		return nil, false
 	}
 	if s.diag != nil {
@@ -139,9 +140,7 @@ func (u *Units) take(op string, n int64) error {
 	for {
 		have := atomic.LoadInt64(&u.n)
 		if have < n {
-			e := u.sem.newError(kindInsufficient, n, ErrInsufficientUnits)
-			e.op, e.count = op, have
-			return e
+			return u.sem.fail(op+" "+count(n, "unit")+": the units hold only "+strconv.FormatInt(have, 10), ErrInsufficientUnits)
 		}
 		if atomic.CompareAndSwapInt64(&u.n, have, have-n) {
 			return nil
@@ -157,9 +156,7 @@ func (u *Units) Adopt(other *Units) error {
 		return nil
 	}
 	if other.sem != u.sem {
-		e := u.sem.newError(kindDifferent, other.Count(), ErrDifferentSemaphore)
-		e.other = other.sem
-		return e
+		return u.sem.fail("Adopt "+count(other.Count(), "unit")+" of "+other.sem.label(), ErrDifferentSemaphore)
 	}
 	atomic.AddInt64(&u.n, atomic.SwapInt64(&other.n, 0))
 	return nil

@@ -13,7 +13,7 @@ import (
 	"github.com/fairsem/semaphore"
 )
 
-// Rule 10.
+// Units own their units: Release is idempotent and nil-safe; Return, Split, Adopt and Detach move units without creating or losing any.
 
 func TestUnits_AcquireTryConsumeOwnTheirUnits(t *testing.T) {
 	s := semaphore.New(10)
@@ -173,7 +173,7 @@ func TestUnits_ReturnedToABrokenSemaphoreAreDropped(t *testing.T) {
 	assert.Equal(t, int64(0), s.Available())
 }
 
-// Rule 11.
+// WithSemaphore holds the units exactly while fn runs and releases them on every path.
 
 func TestWithSemaphore_ReleasesOnReturnAndError(t *testing.T) {
 	s := semaphore.New(2)

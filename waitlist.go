@@ -1,7 +1,6 @@
 package semaphore
 
 import (
-	"context"
 	"sync"
 	"time"
 )
@@ -36,27 +35,9 @@ import (
 // Timers and channels, which stay tied to the bubble that made them, are made per
 // wait and never pooled.
 //
-// Memory ordering. Go's sync/atomic operations are sequentially consistent, and
-// the argument below relies on nothing weaker:
-//
-//   - flagWaiting is set only under mu, by a CAS against the exact state the joiner
-//     examined. A lock-free Release adds its units first and looks at the flags in
-//     the value its Add returned: if its Add came first, the joiner's CAS fails and
-//     the joiner re-reads and sees the units; if the CAS came first, the Release
-//     sees the flag and takes mu to grant. Either way no unit lands unseen while
-//     someone waits. A lock-free grant (tryOnce, tryFast) is a CAS conditioned on
-//     the flag being clear, so it can never take units past a waiter.
-//   - After any change under mu that could let the head fit (a release, a waiter
-//     leaving, a resize), grantLocked runs before mu is released, so "units free,
-//     head fits, head still waiting" never outlasts a critical section: no lost
-//     wakeup, and a waiter that leaves the head lets the ones behind it in.
-//   - grantLocked takes a waiter's units before unlinking it, so clearing
-//     flagWaiting with the last waiter cannot let a lock-free acquirer in first.
-//   - The grant counter in the state word is folded into Semaphore.immediate only
-//     under mu, so the two add up exactly whenever mu is held (Stats holds it).
-//   - A waiter's outcome is written under mu and read by the waiter after its wake:
-//     WaitGroup.Done happens before the Wait it releases returns, and closing a
-//     channel happens before the receive that sees it closed.
+// A waiter's outcome is written under mu and read by the waiter after its wake:
+// WaitGroup.Done happens before the Wait it releases returns, and closing a channel
+// happens before the receive that sees it closed.
 type waiter struct {
 	// n is the request while queued (>= 0). Once settled it holds the outcome, one
 	// of the settled* codes (< 0); the waiter's goroutine keeps its own copy of n.
@@ -66,7 +47,7 @@ type waiter struct {
 	park       sync.WaitGroup // counter 1 while a parked waiter is queued
 	ch         chan struct{}  // closed on wake for a waiter selecting on a context; else nil
 	expire     func()         // w.onTimer, bound on a node's first timed wait so later ones allocate only the timer
-	since      time.Duration  // when w joined (since epoch); set only with diagnostics on; guarded by mu
+	since      time.Duration  // when w joined (see now); set only with diagnostics on; guarded by mu
 }
 
 // Outcomes written into waiter.n when it is settled.
@@ -84,6 +65,8 @@ func (w *waiter) queued() bool { return w.n >= 0 }
 // clock read, where time.Now also reads the wall clock. Inside a synctest bubble
 // time.Since follows the bubble's clock, and only differences are ever used.
 var epoch = time.Now()
+
+func now() time.Duration { return time.Since(epoch) }
 
 var waiterPool = sync.Pool{New: func() any { return new(waiter) }}
 
@@ -117,6 +100,19 @@ func (w *waiter) wake() {
 	}
 }
 
+// pushLocked appends w to the wait list; flagWaiting is already set.
+func (s *Semaphore) pushLocked(w *waiter) {
+	w.next, w.prev = nil, s.tail // next may still link a wake chain from the node's last use
+	if s.tail == nil {
+		s.head = w
+	} else {
+		s.tail.next = w
+	}
+	s.tail = w
+	s.waiters.Add(1)
+	s.queued++
+}
+
 // removeLocked unlinks w and clears flagWaiting when the list becomes empty.
 func (s *Semaphore) removeLocked(w *waiter) {
 	if w.prev == nil {
@@ -148,14 +144,14 @@ func (s *Semaphore) settleLocked(w *waiter, outcome int64, woken *wakeList) {
 // cannot let a lock-free acquirer take them first.
 func (s *Semaphore) grantLocked(woken *wakeList) {
 	for w := s.head; w != nil; w = s.head {
-		if s.state.Load()>>unitShift < w.n {
+		if unitsOf(s.state.Load()) < w.n {
 			// Strict FIFO: the head does not fit, so nobody behind it is
 			// granted either, however small. This is what keeps a large
 			// request from starving.
 			return
 		}
 		// Add, not CAS: with flagWaiting set only Release and Consume change
-		// the state concurrently, and either order of ours and theirs is a
+		// the units concurrently, and either order of ours and theirs is a
 		// valid history.
 		s.state.Add(-w.n << unitShift)
 		s.settleLocked(w, settledGranted, woken)
@@ -168,176 +164,4 @@ func (s *Semaphore) leaveLocked(w *waiter, outcome int64, woken *wakeList) {
 	s.removeLocked(w)
 	w.n = outcome
 	s.grantLocked(woken)
-}
-
-// onTimer is the AcquireTimeout deadline. It runs on the timer's goroutine, so it
-// may find w already settled (granted, broken, resized away), in which case it does
-// nothing; the waiter then does not reuse w, because this function may still be
-// reading it.
-func (w *waiter) onTimer() {
-	s := w.sem
-	s.mu.Lock()
-	if !w.queued() {
-		s.mu.Unlock()
-		return
-	}
-	var woken wakeList
-	s.leaveLocked(w, settledTimedOut, &woken)
-	s.mu.Unlock()
-	woken.wake()
-	w.park.Done() // the last touch of w: from here the waiter owns it again
-}
-
-// join decides, under mu, whether a call that missed the fast path is granted at
-// once, fails at once, or queues. When it queues it returns the node and the number
-// of waiters ahead of it; ch, if not nil, is the channel to close on wake.
-func (s *Semaphore) join(n int64, ch chan struct{}) (w *waiter, ahead int, err error) {
-	s.mu.Lock()
-	for {
-		st := s.state.Load()
-		if st&flagBroken != 0 {
-			s.mu.Unlock()
-			return nil, 0, s.errBroken(n)
-		}
-		if capacity := s.capacity.Load(); n > capacity {
-			s.mu.Unlock()
-			return nil, 0, s.errTooLarge(n, capacity)
-		}
-		if st&flagWaiting == 0 && st>>unitShift >= n {
-			if s.state.CompareAndSwap(st, st-n<<unitShift) {
-				s.immediate++
-				s.mu.Unlock()
-				return nil, 0, nil
-			}
-			continue // a lock-free Release or Consume changed the count; look again
-		}
-		if waiters := s.Waiters(); s.maxWaiters >= 0 && waiters >= s.maxWaiters {
-			s.mu.Unlock()
-			return nil, 0, s.errQueueFull(n, waiters)
-		}
-		if st&flagWaiting != 0 || s.state.CompareAndSwap(st, st|flagWaiting) {
-			break
-		}
-	}
-	w = waiterPool.Get().(*waiter)
-	w.n, w.sem, w.ch = n, s, ch
-	w.next, w.prev = nil, s.tail // next may still link a wake chain from the node's last use
-	if ch == nil {
-		w.park.Add(1)
-	}
-	ahead = s.Waiters()
-	if s.tail == nil {
-		s.head = w
-	} else {
-		s.tail.next = w
-	}
-	s.tail = w
-	s.waiters.Add(1)
-	s.queued++
-	if s.diag != nil {
-		s.diag.joinedLocked(w)
-	}
-	s.mu.Unlock()
-	return w, ahead, nil
-}
-
-// acquireSlow is every Acquire form once the lock-free attempt failed. With done ==
-// nil and !timed it parks until settled; with timed it parks with a timer for d;
-// otherwise it selects on the context and its own wake channel.
-func (s *Semaphore) acquireSlow(ctx context.Context, done <-chan struct{}, n int64, d time.Duration, timed bool) error {
-	if timed && d <= 0 {
-		err := s.errTimeout(n, d, nil)
-		if s.observer != nil {
-			s.observeRefusal(n, err)
-		}
-		return err
-	}
-	var ch chan struct{}
-	if done != nil {
-		ch = make(chan struct{})
-	}
-	w, ahead, err := s.join(n, ch)
-	if w == nil {
-		if err != nil && s.observer != nil {
-			s.observeRefusal(n, err)
-		}
-		return err
-	}
-	start := w.since // taken by join when diagnostics need the waiter's age
-	if s.diag == nil {
-		start = time.Since(epoch)
-	}
-	var outcome int64
-	reuse := true
-	switch {
-	case done != nil:
-		outcome = s.waitContext(w, done, n)
-	case timed:
-		if w.expire == nil {
-			w.expire = w.onTimer
-		}
-		t := time.AfterFunc(d, w.expire)
-		w.park.Wait()
-		outcome = w.n
-		// If the timer fired but did not settle w, onTimer may still be reading
-		// w: leave the node untouched to the garbage collector.
-		reuse = outcome == settledTimedOut || t.Stop()
-	default:
-		w.park.Wait()
-		outcome = w.n
-	}
-	if reuse {
-		w.sem, w.ch = nil, nil // a pooled node keeps no semaphore alive
-		waiterPool.Put(w)
-	}
-	waited := time.Since(epoch) - start
-	s.waitNanos.Add(int64(waited))
-	if s.observer != nil {
-		s.observeWait(ctx, n, outcome, waited, ahead)
-	}
-	switch outcome {
-	case settledGranted:
-		s.granted.Add(1)
-		return nil
-	case settledTimedOut:
-		s.timedOut.Add(1)
-		return s.errTimeout(n, d, &waitReport{waited: waited, ahead: ahead})
-	case settledCancelled:
-		s.cancelled.Add(1)
-		return s.errContext(ctx, n, &waitReport{waited: waited, ahead: ahead})
-	case settledTooLarge:
-		return s.errResized(n)
-	default:
-		return s.errBroken(n)
-	}
-}
-
-// waitContext waits for w to be settled or for the context to end, and returns the
-// outcome.
-func (s *Semaphore) waitContext(w *waiter, done <-chan struct{}, n int64) int64 {
-	select {
-	case <-w.ch:
-		return w.n
-	case <-done:
-	}
-	s.mu.Lock()
-	if w.queued() {
-		var woken wakeList
-		s.leaveLocked(w, settledCancelled, &woken)
-		s.mu.Unlock()
-		woken.wake()
-		return settledCancelled
-	}
-	s.mu.Unlock()
-	// Settled concurrently with the cancellation; the settler closes ch right
-	// after releasing mu, and w must not be reused before it has.
-	<-w.ch
-	if w.n != settledGranted {
-		return w.n
-	}
-	// Granted in a race with the cancellation. The caller sees its context
-	// error, so the call must not keep the units: hand them on as a Release
-	// would, which grants the waiters behind if they now fit.
-	s.Release(n)
-	return settledCancelled
 }

@@ -1,6 +1,8 @@
-// Command shutdown shows Break used for a clean shutdown: requests waiting for a
-// connection slot fail at once with an error that says why, instead of hanging until
-// their own timeouts, and holders return their units without having to know.
+// Command shutdown shows the shutdown sequence of a service that bounds its
+// connections with a Semaphore: Break stops admitting (requests waiting for a
+// connection fail at once with an error that says why, instead of hanging until
+// their own timeouts), then Drain waits for the requests still running to give
+// their connections back, which they do without having to know about the break.
 package main
 
 import (
@@ -11,6 +13,7 @@ import (
 	"os"
 	"runtime"
 	"sync"
+	"time"
 
 	"github.com/fairsem/semaphore"
 )
@@ -28,10 +31,15 @@ func run(out io.Writer) error {
 	conns := semaphore.New(2, semaphore.WithName("db-conns"))
 	ctx := context.Background()
 
-	// Two requests hold the connections.
-	holders := make([]*semaphore.Units, 2)
-	for i := range holders {
-		holders[i], _ = conns.TryAcquireUnits(1)
+	// Two requests hold the connections and are still running.
+	finish := make(chan struct{})
+	var running sync.WaitGroup
+	for range 2 {
+		u, _ := conns.TryAcquireUnits(1)
+		running.Go(func() {
+			defer u.Release() // a no-op for Available after the break, but counted by Drain
+			<-finish
+		})
 	}
 
 	// Five more wait for one.
@@ -49,6 +57,7 @@ func run(out io.Writer) error {
 	}
 	fmt.Fprintln(out, "before shutdown:", conns)
 
+	// Step 1: stop admitting.
 	conns.Break(errShuttingDown)
 	wg.Wait()
 	close(errs)
@@ -59,14 +68,22 @@ func run(out io.Writer) error {
 			fmt.Fprintln(out, "waiter:", err)
 		}
 	}
-
-	// The holders finish and release; on a broken semaphore that is a no-op.
-	for _, u := range holders {
-		u.Release()
-	}
-	// Newcomers fail at once.
 	fmt.Fprintln(out, "newcomer:", conns.Acquire(ctx, 1))
-	fmt.Fprintln(out, "after shutdown:", conns)
+
+	// Step 2: wait for the running requests, with a grace period. Here the first
+	// wait gives up at once, to show what Drain says while requests still run.
+	impatient, cancel := context.WithTimeout(ctx, 0)
+	fmt.Fprintln(out, "drain, no grace period:", conns.Drain(impatient))
+	cancel()
+
+	close(finish) // the running requests finish and release
+	grace, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := conns.Drain(grace); err != nil {
+		return err
+	}
+	running.Wait()
+	fmt.Fprintln(out, "drained:", conns)
 	if failed != 5 {
 		return fmt.Errorf("%d of 5 waiters failed with the break error", failed)
 	}

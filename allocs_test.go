@@ -1,0 +1,104 @@
+package semaphore_test
+
+import (
+	"context"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/fairsem/semaphore"
+)
+
+// The README and the package documentation promise these allocation counts; each
+// test guards one. testing.AllocsPerRun counts every allocation of the process
+// during the runs and rounds the average down.
+
+func TestAllocs_UncontendedAcquireReleaseAllocatesNothing(t *testing.T) {
+	s := semaphore.New(1)
+	ctx := context.Background()
+	assert.Zero(t, testing.AllocsPerRun(1000, func() {
+		_ = s.Acquire(ctx, 1)
+		s.Release(1)
+	}))
+}
+
+func TestAllocs_TryAcquireReleaseAllocatesNothing(t *testing.T) {
+	s := semaphore.New(1)
+	assert.Zero(t, testing.AllocsPerRun(1000, func() {
+		s.TryAcquire(1)
+		s.Release(1)
+	}))
+}
+
+func TestAllocs_AcquireUnitsReleaseAllocatesNothing(t *testing.T) {
+	s := semaphore.New(1)
+	ctx := context.Background()
+	assert.Zero(t, testing.AllocsPerRun(1000, func() {
+		u, _ := s.AcquireUnits(ctx, 1)
+		u.Release()
+	}))
+}
+
+func TestAllocs_CancellableContextAllocatesNothingWhenUnitsAreFree(t *testing.T) {
+	s := semaphore.New(1)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	assert.Zero(t, testing.AllocsPerRun(1000, func() {
+		_ = s.Acquire(ctx, 1)
+		s.Release(1)
+	}))
+}
+
+// blockedRound runs one blocked acquire per call of the returned function: a
+// helper goroutine takes the only unit, the caller's acquire queues, and the helper
+// releases once it sees the waiter. stop ends the helper.
+func blockedRound(s *semaphore.Semaphore, acquire func() error) (round func(), stop func()) {
+	hold, held := make(chan struct{}), make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		for range hold {
+			_ = s.Acquire(context.Background(), 1)
+			held <- struct{}{}
+			for s.Waiters() == 0 {
+				runtime.Gosched()
+			}
+			s.Release(1)
+		}
+	}()
+	round = func() {
+		hold <- struct{}{}
+		<-held
+		if acquire() == nil {
+			s.Release(1)
+		}
+	}
+	return round, func() { close(hold); <-finished }
+}
+
+func TestAllocs_BlockedAcquireWithAContextThatCannotEndAllocatesNothing(t *testing.T) {
+	s := semaphore.New(1)
+	round, stop := blockedRound(s, func() error { return s.Acquire(context.Background(), 1) })
+	defer stop()
+	assert.Zero(t, testing.AllocsPerRun(200, round))
+	assert.GreaterOrEqual(t, s.Stats().Queued, uint64(200), "every round waited")
+}
+
+func TestAllocs_BlockedAcquireTimeoutAllocatesOnlyItsTimer(t *testing.T) {
+	s := semaphore.New(1)
+	round, stop := blockedRound(s, func() error { return s.AcquireTimeout(time.Hour, 1) })
+	defer stop()
+	assert.LessOrEqual(t, testing.AllocsPerRun(200, round), 1.0)
+	assert.GreaterOrEqual(t, s.Stats().Queued, uint64(200))
+}
+
+func TestAllocs_BlockedAcquireWithACancellableContextAllocatesOnlyItsChannel(t *testing.T) {
+	s := semaphore.New(1)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	round, stop := blockedRound(s, func() error { return s.Acquire(ctx, 1) })
+	defer stop()
+	assert.LessOrEqual(t, testing.AllocsPerRun(200, round), 1.0)
+}

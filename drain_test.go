@@ -1,0 +1,124 @@
+package semaphore_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fairsem/semaphore"
+)
+
+func TestDrain_ReturnsAtOnceWhenNothingIsOut(t *testing.T) {
+	s := semaphore.New(3)
+	require.NoError(t, s.Drain(context.Background()))
+	s.Break(nil)
+	require.NoError(t, s.Drain(context.Background()), "broken with nothing out: drained")
+}
+
+// Break, then Drain: waiters fail at once, holders keep running, and Drain returns
+// when the last unit comes back, although Release changes nothing visible.
+func TestDrain_AfterBreakWaitsForEveryHolder(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := semaphore.New(4)
+		a, err := s.AcquireUnits(context.Background(), 3)
+		require.NoError(t, err)
+		s.Consume(1)
+		waiter := queue(context.Background(), s, 2)
+		s.Break(errors.New("stopping"))
+		assert.ErrorIs(t, <-waiter[0], semaphore.ErrBroken)
+
+		drained := make(chan error, 1)
+		go func() { drained <- s.Drain(context.Background()) }()
+		synctest.Wait()
+		assert.Empty(t, drained, "3 held and 1 consumed are still out")
+		require.NoError(t, a.Return(2))
+		a.Release()
+		synctest.Wait()
+		assert.Empty(t, drained, "the consumed unit is still out")
+		assert.Equal(t, int64(0), s.Available(), "broken: Available stays 0")
+		s.Release(1)
+		synctest.Wait()
+		require.NoError(t, <-drained)
+		assert.NotPanics(t, func() { s.Release(5) }, "after Break a release past the capacity is dropped")
+		require.NoError(t, s.Drain(context.Background()))
+	})
+}
+
+func TestDrain_ContextEndsFirstSaysHowManyAreOut(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := semaphore.New(5, semaphore.WithName("conns"))
+		require.True(t, s.TryAcquire(2))
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		err := s.Drain(ctx)
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		assert.ErrorIs(t, err, semaphore.ErrTimedOut)
+		assert.Equal(t, `semaphore "conns": drain: 2 units still out: context deadline exceeded`, err.Error())
+
+		cause := errors.New("operator gave up")
+		cctx, ccancel := context.WithCancelCause(context.Background())
+		go func() { synctest.Wait(); ccancel(cause) }()
+		err = s.Drain(cctx)
+		assert.ErrorIs(t, err, context.Canceled)
+		assert.ErrorIs(t, err, cause)
+		assert.Contains(t, err.Error(), "2 units still out: context canceled: operator gave up")
+
+		// The abandoned drains leave no trace: a release takes the lock-free path
+		// again, and a new Drain still sees the last unit come back.
+		assert.True(t, s.TryAcquire(3))
+		s.Release(1)
+		done := make(chan error, 1)
+		go func() { done <- s.Drain(context.Background()) }()
+		synctest.Wait()
+		s.Release(4)
+		require.NoError(t, <-done)
+	})
+}
+
+// On a healthy semaphore Drain does not stop admission: it returns when, at some
+// instant, every unit is back.
+func TestDrain_HealthySemaphoreKeepsAdmitting(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := semaphore.New(2)
+		require.True(t, s.TryAcquire(1))
+		drains := make(chan error, 2)
+		for range 2 {
+			go func() { drains <- s.Drain(context.Background()) }()
+		}
+		synctest.Wait()
+		assert.True(t, s.TryAcquire(1), "Drain takes nothing and blocks nobody")
+		s.Release(1)
+		synctest.Wait()
+		assert.Empty(t, drains)
+		s.Release(1)
+		synctest.Wait()
+		require.NoError(t, <-drains)
+		require.NoError(t, <-drains)
+		assert.Equal(t, int64(2), s.Available())
+	})
+}
+
+// A lock-free Release that races the Drain setting its flag is never missed: the
+// drain returns once the units are back, whoever released them.
+func TestDrain_ConcurrentReleasesAreNeverMissed(t *testing.T) {
+	for range 200 {
+		s := semaphore.New(8)
+		for range 8 {
+			require.True(t, s.TryAcquire(1))
+		}
+		done := make(chan error, 1)
+		go func() { done <- s.Drain(context.Background()) }()
+		go func() {
+			for range 8 {
+				s.Release(1)
+			}
+		}()
+		require.NoError(t, <-done)
+		assert.Equal(t, int64(8), s.Available())
+	}
+}

@@ -1,0 +1,246 @@
+package semaphore
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// errWouldWait is join's answer to a call that may not wait and cannot be granted at
+// once; the caller turns it into its own error.
+var errWouldWait = errors.New("would wait")
+
+// join decides, under mu, whether a call that missed the lock-free path is granted
+// at once, fails at once, or queues, in the order the contract gives: broken, too
+// large, granted, would wait (mayWait false), queue full. When it queues it returns
+// the node, the number of waiters ahead of it, and mu still held, so that the
+// caller arranges its wake before anyone can settle it; otherwise mu is released.
+func (s *Semaphore) join(n int64, mayWait bool) (w *waiter, ahead int, err error) {
+	s.mu.Lock()
+	for {
+		st := s.state.Load()
+		if st&flagBroken != 0 {
+			s.mu.Unlock()
+			return nil, 0, s.errBroken(n)
+		}
+		if capacity := s.capacity.Load(); n > capacity {
+			s.rejected.Add(1)
+			s.mu.Unlock()
+			return nil, 0, s.errTooLarge(n, capacity)
+		}
+		if st&flagWaiting == 0 && unitsOf(st) >= n {
+			if s.state.CompareAndSwap(st, st-n<<unitShift) {
+				s.immediate++
+				s.mu.Unlock()
+				return nil, 0, nil
+			}
+			continue // a lock-free Release or Consume changed the word; look again
+		}
+		if !mayWait {
+			s.mu.Unlock()
+			return nil, 0, errWouldWait
+		}
+		if waiters := s.Waiters(); s.maxWaiters >= 0 && waiters >= s.maxWaiters {
+			s.rejected.Add(1)
+			s.mu.Unlock()
+			return nil, 0, s.errQueueFull(n, waiters)
+		}
+		// Setting flagWaiting by a swap of the value just examined is what makes
+		// a concurrent lock-free Release either fail its own swap or be seen here.
+		if st&flagWaiting != 0 || s.state.CompareAndSwap(st, st|flagWaiting) {
+			break
+		}
+	}
+	w = waiterPool.Get().(*waiter)
+	w.n, w.sem = n, s
+	ahead = s.Waiters()
+	s.pushLocked(w)
+	if s.diag != nil {
+		s.diag.joinedLocked(w)
+	}
+	return w, ahead, nil
+}
+
+// acquireSlow is Acquire after its lock-free attempt: it checks n and the context,
+// retries without the lock, joins the wait list, and parks until the waiter is
+// settled, unless the context can end, in which case waitContext selects on both.
+func (s *Semaphore) acquireSlow(ctx context.Context, n int64) error {
+	if n < 0 {
+		s.panicf("Acquire(%d): negative units", n)
+	}
+	done := ctx.Done()
+	if done != nil {
+		select {
+		case <-done:
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				s.timedOut.Add(1)
+			} else {
+				s.cancelled.Add(1)
+			}
+			return s.refused(n, s.errContext(ctx, n, waitReport{}))
+		default:
+		}
+	}
+	if s.acquireLockFree(n) {
+		return nil
+	}
+	w, ahead, err := s.join(n, true)
+	if w == nil {
+		if err != nil {
+			return s.refused(n, err)
+		}
+		return nil
+	}
+	if done != nil {
+		return s.waitContext(ctx, w, ahead)
+	}
+	w.park.Add(1)
+	s.mu.Unlock()
+	start := now()
+	w.park.Wait()
+	outcome := w.n
+	w.sem = nil // a pooled node keeps no semaphore alive
+	waiterPool.Put(w)
+	return s.waitEnded(outcome, n, start, ahead, ctx, 0)
+}
+
+// acquireTimeoutSlow is AcquireTimeout after its lock-free attempt.
+func (s *Semaphore) acquireTimeoutSlow(d time.Duration, n int64) error {
+	if n < 0 {
+		s.panicf("AcquireTimeout(%d): negative units", n)
+	}
+	if s.acquireLockFree(n) {
+		return nil
+	}
+	w, ahead, err := s.join(n, d > 0)
+	if w == nil {
+		if err == errWouldWait {
+			s.timedOut.Add(1)
+			return s.refused(n, s.errTimeout(n, d, waitReport{}))
+		}
+		if err != nil {
+			return s.refused(n, err)
+		}
+		return nil
+	}
+	return s.waitTimer(w, d, ahead)
+}
+
+// waitTimer parks w until it is settled or d passes, whichever comes first. It is
+// called with mu held.
+func (s *Semaphore) waitTimer(w *waiter, d time.Duration, ahead int) error {
+	n := w.n
+	w.park.Add(1)
+	s.mu.Unlock()
+	start := now()
+	if w.expire == nil {
+		w.expire = w.onTimer
+	}
+	t := time.AfterFunc(d, w.expire)
+	w.park.Wait()
+	outcome := w.n
+	// If the timer fired but did not settle w, onTimer may still be reading w:
+	// leave the node to the garbage collector.
+	if outcome == settledTimedOut || t.Stop() {
+		w.sem = nil
+		waiterPool.Put(w)
+	}
+	return s.waitEnded(outcome, n, start, ahead, nil, d)
+}
+
+// onTimer is AcquireTimeout's deadline. It runs on the timer's goroutine, so it may
+// find w already settled (granted, broken, resized away), in which case it does
+// nothing; the waiter then does not reuse w, because this function may still be
+// reading it.
+func (w *waiter) onTimer() {
+	s := w.sem
+	s.mu.Lock()
+	if !w.queued() {
+		s.mu.Unlock()
+		return
+	}
+	var woken wakeList
+	s.leaveLocked(w, settledTimedOut, &woken)
+	s.mu.Unlock()
+	woken.wake()
+	w.park.Done() // the last touch of w: from here the waiter owns it again
+}
+
+// waitContext waits for w to be settled or for the context to end. It is called
+// with mu held.
+func (s *Semaphore) waitContext(ctx context.Context, w *waiter, ahead int) error {
+	n := w.n
+	ch := make(chan struct{})
+	w.ch = ch
+	s.mu.Unlock()
+	start := now()
+	var outcome int64
+	select {
+	case <-ch:
+		outcome = w.n
+	case <-ctx.Done():
+		outcome = s.abandon(ctx, w, n)
+	}
+	w.sem, w.ch = nil, nil
+	waiterPool.Put(w)
+	return s.waitEnded(outcome, n, start, ahead, ctx, 0)
+}
+
+// abandon takes w out of the list after its context ended and returns the outcome
+// the caller sees: cancelled, or timed out when the context's deadline passed.
+func (s *Semaphore) abandon(ctx context.Context, w *waiter, n int64) int64 {
+	gaveUp := settledCancelled
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		gaveUp = settledTimedOut
+	}
+	s.mu.Lock()
+	if w.queued() {
+		var woken wakeList
+		s.leaveLocked(w, gaveUp, &woken)
+		s.mu.Unlock()
+		woken.wake()
+		return gaveUp
+	}
+	s.mu.Unlock()
+	// Settled concurrently with the cancellation; the settler closes ch right
+	// after releasing mu, and w must not be reused before it has.
+	<-w.ch
+	if w.n != settledGranted {
+		return w.n
+	}
+	// Granted in a race with the cancellation. The caller sees its context
+	// error, so the call must not keep the units: hand them on as a Release
+	// would, which grants the waiters behind if they now fit.
+	s.Release(n)
+	return gaveUp
+}
+
+// waitEnded records a finished wait in the counters and returns what the caller
+// sees. start and the clock read here are the wait's two clock reads, so anything
+// else that wants the wait's duration takes it from here.
+func (s *Semaphore) waitEnded(outcome, n int64, start time.Duration, ahead int, ctx context.Context, d time.Duration) error {
+	waited := now() - start
+	s.waitNanos.Add(int64(waited))
+	if s.observer != nil {
+		s.observeWait(n, outcome, waited, ahead)
+	}
+	r := waitReport{queued: true, waited: waited, ahead: ahead}
+	switch outcome {
+	case settledGranted:
+		s.granted.Add(1)
+		return nil
+	case settledTimedOut:
+		s.timedOut.Add(1)
+		if ctx == nil {
+			return s.errTimeout(n, d, r)
+		}
+		return s.errContext(ctx, n, r)
+	case settledCancelled:
+		s.cancelled.Add(1)
+		return s.errContext(ctx, n, r)
+	case settledTooLarge:
+		return s.errResized(n)
+	default:
+		return s.errBroken(n)
+	}
+}
