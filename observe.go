@@ -86,10 +86,11 @@ func (s *Semaphore) observeRefusal(n int64, err error) {
 	s.observer.WaitEnded(s, WaitEvent{Units: n, Outcome: outcomeOf(err)})
 }
 
-// refused reports a call that failed without waiting in the list, if there is an
-// observer, and returns its error.
+// refused returns err, the outcome of a call that did not wait in the list, after
+// reporting it to the observer if there is one and err is not nil (nil: granted at
+// once, which is never reported).
 func (s *Semaphore) refused(n int64, err error) error {
-	if s.observer != nil {
+	if s.observer != nil && err != nil {
 		s.observeRefusal(n, err)
 	}
 	return err

@@ -86,10 +86,7 @@ func (s *Semaphore) acquireSlow(ctx context.Context, n int64) error {
 	}
 	w, ahead, err := s.join(n, true)
 	if w == nil {
-		if err != nil {
-			return s.refused(n, err)
-		}
-		return nil
+		return s.refused(n, err)
 	}
 	if done != nil {
 		return s.waitContext(ctx, w, ahead)
@@ -118,10 +115,7 @@ func (s *Semaphore) acquireTimeoutSlow(d time.Duration, n int64) error {
 			s.timedOut.Add(1)
 			return s.refused(n, s.errTimeout(n, d, waitReport{}))
 		}
-		if err != nil {
-			return s.refused(n, err)
-		}
-		return nil
+		return s.refused(n, err)
 	}
 	return s.waitTimer(w, d, ahead)
 }
