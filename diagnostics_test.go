@@ -200,3 +200,12 @@ func TestHolderTracking_UntrackedSemaphoreUnitsDoNotAllocate(t *testing.T) {
 	})
 	assert.Zero(t, allocs, "without tracking a Units that does not escape stays on the stack")
 }
+
+func TestWithHolderLabel_EmptyLabelShowsTheSiteOnly(t *testing.T) {
+	s := semaphore.New(1, semaphore.WithHolderTracking())
+	u, err := s.AcquireUnits(semaphore.WithHolderLabel(context.Background(), ""), 1)
+	site := above()
+	require.NoError(t, err)
+	defer u.Release()
+	assert.True(t, strings.HasSuffix(headline(s), "(oldest: "+site+")"), headline(s))
+}

@@ -128,3 +128,7 @@ func TestWithLeakDetection_NilPanics(t *testing.T) {
 		semaphore.New(1, semaphore.WithName("db"), semaphore.WithLeakDetection(nil))
 	})
 }
+
+func TestLeakReport_ZeroValueReclaimDoesNothing(t *testing.T) {
+	assert.NotPanics(t, func() { semaphore.LeakReport{}.Reclaim() })
+}
