@@ -22,6 +22,10 @@ type SemaphoreMetrics struct {
 	mu   sync.Mutex
 	sems map[string]*semaphore.Semaphore // by name; guarded by mu
 
+	// *semaphore.Semaphore → *[nOutcomes]metric.MeasurementOption, filled by Add,
+	// so that recording a wait of an added semaphore builds no attribute set.
+	outcomes sync.Map
+
 	wait     metric.Float64Histogram
 	refusals metric.Int64Counter
 	reg      metric.Registration
@@ -121,6 +125,17 @@ func (m *SemaphoreMetrics) Add(sem *semaphore.Semaphore) {
 		panic("otel: SemaphoreMetrics.Add: a semaphore named " + quote(sem.Name()) + " is already exported")
 	}
 	m.sems[sem.Name()] = sem
+	var attrs [nOutcomes]metric.MeasurementOption
+	for o := range attrs {
+		attrs[o] = outcomeAttrs(sem, semaphore.Outcome(o))
+	}
+	m.outcomes.Store(sem, &attrs)
+}
+
+const nOutcomes = int(semaphore.QueueFull) + 1
+
+func outcomeAttrs(s *semaphore.Semaphore, o semaphore.Outcome) metric.MeasurementOption {
+	return metric.WithAttributeSet(attribute.NewSet(keySemaphore.String(s.Name()), keyOutcome.String(o.String())))
 }
 
 // Remove stops exporting sem's state and counters.
@@ -129,6 +144,7 @@ func (m *SemaphoreMetrics) Remove(sem *semaphore.Semaphore) {
 	defer m.mu.Unlock()
 	if m.sems[sem.Name()] == sem {
 		delete(m.sems, sem.Name())
+		m.outcomes.Delete(sem)
 	}
 }
 
@@ -139,7 +155,12 @@ func (m *SemaphoreMetrics) Unregister() error { return m.reg.Unregister() }
 // WaitEnded implements semaphore.Observer: a wait that queued is recorded in
 // semaphore.wait.duration, a refusal in semaphore.refusals.
 func (m *SemaphoreMetrics) WaitEnded(s *semaphore.Semaphore, e semaphore.WaitEvent) {
-	attrs := metric.WithAttributes(keySemaphore.String(s.Name()), keyOutcome.String(e.Outcome.String()))
+	var attrs metric.MeasurementOption
+	if cached, ok := m.outcomes.Load(s); ok && int(e.Outcome) < nOutcomes {
+		attrs = cached.(*[nOutcomes]metric.MeasurementOption)[e.Outcome]
+	} else {
+		attrs = outcomeAttrs(s, e.Outcome)
+	}
 	if !e.Queued {
 		m.refusals.Add(context.Background(), 1, attrs)
 		return

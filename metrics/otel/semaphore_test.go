@@ -132,3 +132,18 @@ func TestWithBuckets_InvalidValuesPanic(t *testing.T) {
 		_, _ = otel.NewSemaphoreMetrics(meter, otel.WithBuckets(1, 0.5))
 	})
 }
+
+func TestSemaphoreMetrics_RecordsWaitsOfSemaphoresNotAdded(t *testing.T) {
+	meter, reader := newMeter(t)
+	m, err := otel.NewSemaphoreMetrics(meter)
+	require.NoError(t, err)
+	sem := semaphore.New(1, semaphore.WithName("other"), semaphore.WithObserver(m))
+	require.NoError(t, sem.Acquire(context.Background(), 1))
+	assert.ErrorIs(t, sem.AcquireTimeout(time.Millisecond, 1), semaphore.ErrTimedOut)
+	c := collect(t, reader)
+	other := attribute.String("semaphore.name", "other")
+	p := c.histogram(t, "semaphore.wait.duration", other, attribute.String("semaphore.wait.outcome", "timed_out"))
+	assert.Equal(t, uint64(1), p.Count, "the histogram works without Add")
+	_, ok := c["semaphore.capacity"]
+	assert.False(t, ok, "only the state needs Add")
+}
