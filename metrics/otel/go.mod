@@ -1,5 +1,7 @@
 module github.com/fairsem/semaphore/metrics/otel
 
+// go 1.26 because otel v1.47.0, the newest release, requires it; the core module
+// stays at go 1.25. The API and the SDK (tests only) are kept at the same version.
 go 1.26.0
 
 require (
