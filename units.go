@@ -19,7 +19,8 @@ import (
 // every path are both safe, and a failed acquire returns a nil *Units whose Release
 // does nothing: the "released after a failed acquire" bug cannot happen. Units can be
 // split, partly returned, merged and detached; all methods are safe for concurrent
-// use.
+// use. On a semaphore with holder tracking each Units is recorded for Diagnostics,
+// and with WithLeakDetection one that is dropped while holding units is reported.
 type Units struct {
 	// n is the number of units owned now, read and changed only with the atomic
 	// functions: by CAS or Swap, so that no unit is returned twice. A plain int64
