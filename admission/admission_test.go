@@ -461,6 +461,7 @@ func TestConsume_KillLimitFailsOncePerPermit(t *testing.T) {
 	assert.Equal(t, int64(200), c.Stats().Used.Memory, "consumption never passed the limit")
 	a.Return(limits(0, 100))
 	assert.Panics(t, func() { a.Return(limits(0, 1)) }, "returning more than consumed is detected")
+	assert.PanicsWithValue(t, `admission "reads": Permit("a").Return(count=0 memory=-1B): negative resources`, func() { a.Return(limits(0, -1)) })
 	a.Release()
 	b.Release()
 }

@@ -64,13 +64,16 @@ func (p *Permit) takeLocked(r Resources) {
 // back. It panics when r is negative or exceeds what the permit consumed: that is a
 // bookkeeping error that would otherwise create resources out of nothing.
 func (p *Permit) Return(r Resources) {
+	if r.Count < 0 || r.Memory < 0 {
+		p.c.panicf("Permit(%q).Return(%v): negative resources", p.op, r)
+	}
 	c := p.c
 	c.mu.Lock()
 	if p.phase == Released {
 		c.unlock()
 		return
 	}
-	if r.Count < 0 || r.Memory < 0 || !p.consumed.Covers(r) {
+	if !p.consumed.Covers(r) {
 		consumed := p.consumed
 		c.unlock()
 		c.panicf("Permit(%q).Return(%v): returned more than consumed (%v)", p.op, r, consumed)

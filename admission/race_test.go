@@ -157,3 +157,45 @@ func TestGrantRacingCancellation_MemoryGivesBackTheGrantAndReadsUnderTheLock(t *
 	assert.Zero(t, st.QueuedMemory)
 	t.Logf("granted %d, canceled %d", granted, canceled)
 }
+
+func TestGrantRacingCancellation_ReadmissionIsKeptWholeOrUndoneWhole(t *testing.T) {
+	c := admission.New("race", limits(1, 1<<20), admission.WithCPUConcurrency(2))
+	stop := make(chan struct{})
+	bg := background(c, stop)
+	kept, undone := 0, 0
+	for i := range 2000 {
+		p := mustAcquire(t, c, "paged", 10)
+		park(t, c, p, &closer{})
+		holder := mustAcquire(t, c, "holder", 10) // evicts p for the only count
+		require.Equal(t, admission.Evicted, p.State(), "round %d", i)
+		ctx, cancel := context.WithCancel(context.Background())
+		res := make(chan error, 1)
+		go func() { res <- p.Readmit(ctx) }()
+		waitFor(t, c, "queued", func(st admission.Stats) bool { return st.Queued == 1 })
+		if i%4 == 3 { // the cancellation wins outright
+			cancel()
+			waitFor(t, c, "left the queue", func(st admission.Stats) bool { return st.Queued == 0 })
+			holder.Release()
+		} else {
+			race(i, cancel, holder.Release)
+		}
+		if err := <-res; err == nil {
+			kept++
+			require.Equal(t, limits(1, 10), p.Consumed(), "round %d: readmitted with its base", i)
+			require.Equal(t, admission.Active, p.State(), "round %d", i)
+		} else {
+			undone++
+			require.ErrorIs(t, err, context.Canceled, "round %d", i)
+			require.Equal(t, admission.Resources{}, p.Consumed(), "round %d: still evicted, holding nothing", i)
+			require.Equal(t, admission.Evicted, p.State(), "round %d", i)
+		}
+		cancel()
+		p.Release()
+	}
+	close(stop)
+	bg.Wait()
+	st := c.Stats()
+	assert.Equal(t, admission.Resources{}, st.Used)
+	assert.Zero(t, st.CurrentPermits)
+	t.Logf("kept %d, undone %d", kept, undone)
+}
