@@ -19,7 +19,8 @@ const (
 	requestingMemory                 // an admitted permit in RequestMemory, in c.memQueue
 )
 
-// waiter is a request in the admission queue or the memory queue.
+// waiter is a request in the admission queue or the memory queue. Its fields are
+// set before it is queued (under mu) and fixed from then on, except elem.
 type waiter struct {
 	p        *Permit
 	kind     waitKind

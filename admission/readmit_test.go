@@ -26,7 +26,7 @@ func evicted(t *testing.T, c *admission.Controller, memory int64) *admission.Per
 func TestReadmit_ConcurrentCallsTakeTheBaseExactlyOnce(t *testing.T) {
 	c := admission.New("reads", limits(100, 1<<20), admission.WithCPUConcurrency(2))
 	stop := make(chan struct{})
-	defer background(c, stop).Wait() // contention on the lock widens any gap between check and act
+	defer backgroundN(c, stop, 3).Wait() // contention on the lock widens any gap between check and act
 	defer close(stop)
 	for i := range 2000 {
 		p := evicted(t, c, 10)
@@ -78,7 +78,7 @@ func TestReadmit_SecondCallWhileTheFirstWaitsFailsClearly(t *testing.T) {
 func TestReadmit_ReleaseRacingReadmitLeavesNothingHeld(t *testing.T) {
 	c := admission.New("reads", limits(100, 1<<20), admission.WithCPUConcurrency(2))
 	stop := make(chan struct{})
-	defer background(c, stop).Wait()
+	defer backgroundN(c, stop, 3).Wait()
 	defer close(stop)
 	for i := range 2000 {
 		p := evicted(t, c, 10)
