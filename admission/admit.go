@@ -80,13 +80,15 @@ func (p *Permit) Readmit(ctx context.Context, opts ...PermitOption) error {
 // (the waiter, with opts applied, is made only then). It is called with mu held,
 // so that whatever the caller checked still holds, and returns without it.
 func (c *Controller) enter(ctx context.Context, p *Permit, kind waitKind, opts []PermitOption) error {
-	w := &waiter{p: p, kind: kind, memory: p.base.Memory}
-	if err := c.refusalLocked(w.what()); err != nil {
+	// Describes the request for errors; copied to the heap only if it queues, so
+	// that the path that admits at once allocates nothing but the permit.
+	w := waiter{p: p, kind: kind, memory: p.base.Memory}
+	if err := c.refusalLocked(&w); err != nil {
 		c.unlock()
 		return err
 	}
 	if ctx.Err() != nil {
-		err := c.contextErrLocked(ctx, w)
+		err := c.contextErrLocked(ctx, &w)
 		c.unlock()
 		return err
 	}
@@ -129,12 +131,13 @@ func (c *Controller) enter(ctx context.Context, p *Permit, kind waitKind, opts [
 	case blockedByCPU:
 		c.stats.QueuedBecauseCPU++
 	}
+	queued := &waiter{p: p, kind: kind, memory: w.memory}
 	for _, o := range opts {
-		o(w)
+		o(queued)
 	}
-	c.enqueueLocked(ctx, w)
+	c.enqueueLocked(ctx, queued)
 	c.unlock()
-	return c.wait(ctx, w)
+	return c.wait(ctx, queued)
 }
 
 // blocker says what, if anything, keeps a request from being admitted now.

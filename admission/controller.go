@@ -95,13 +95,14 @@ func (c *Controller) unlock() {
 	}
 }
 
-// refusalLocked is the error for any new request after Break or Close.
-func (c *Controller) refusalLocked(op string) error {
+// refusalLocked is the error for any new request after Break or Close. It builds
+// a message only when it refuses.
+func (c *Controller) refusalLocked(w *waiter) error {
 	switch {
 	case c.broken != nil:
-		return c.errorf(op, "%w", c.broken)
+		return c.errorf(w.what(), "%w", c.broken)
 	case c.closed:
-		return c.errorf(op, "%w", ErrClosed)
+		return c.errorf(w.what(), "%w", ErrClosed)
 	}
 	return nil
 }

@@ -120,7 +120,7 @@ func (p *Permit) RequestMemory(ctx context.Context, n int64) error {
 		return nil
 	}
 	w := &waiter{p: p, kind: requestingMemory, memory: n}
-	if err := c.refusalLocked(w.what()); err != nil {
+	if err := c.refusalLocked(w); err != nil {
 		c.unlock()
 		return err
 	}
