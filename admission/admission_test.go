@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"strings"
 	"sync/atomic"
@@ -59,6 +60,14 @@ func mustAcquire(t *testing.T, c *admission.Controller, op string, memory int64)
 type closer struct{ closed atomic.Bool }
 
 func (c *closer) Close() error { c.closed.Store(true); return nil }
+
+// park parks p and requires that it worked.
+func park(t testing.TB, c *admission.Controller, p *admission.Permit, value io.Closer, opts ...admission.ParkOption) *admission.Parked {
+	t.Helper()
+	pk, err := c.Park(p, value, opts...)
+	require.NoError(t, err)
+	return pk
+}
 
 func limits(count, memory int64) admission.Resources {
 	return admission.Resources{Count: count, Memory: memory}
@@ -185,7 +194,7 @@ func TestPark_EvictedExactlyWhenAQueuedRequestNeedsItsResources(t *testing.T) {
 		idle := mustAcquire(t, c, "paged", 60)
 		value := &closer{}
 		var reason atomic.Value
-		pk := c.Park(idle, value, admission.OnEvict(func(r admission.EvictReason) { reason.Store(r) }))
+		pk := park(t, c, idle, value, admission.OnEvict(func(r admission.EvictReason) { reason.Store(r) }))
 		assert.Equal(t, admission.Inactive, idle.State())
 		assert.Equal(t, 1, c.Stats().Inactive)
 		assert.False(t, pk.Evicted(), "nobody waits: parked permits are kept")
@@ -209,7 +218,7 @@ func TestPark_NeverEvictedWhenEvictionCannotLetTheHeadIn(t *testing.T) {
 		c := admission.New("reads", limits(2, 100))
 		busy := mustAcquire(t, c, "busy", 10)
 		idle := mustAcquire(t, c, "paged", 10)
-		pk := c.Park(idle, &closer{})
+		pk := park(t, c, idle, &closer{})
 		huge := start(context.Background(), c, "huge", 500)
 		_, ok := ready(huge)
 		require.False(t, ok)
@@ -230,7 +239,7 @@ func TestPark_NeverEvictedWhenOnlyCPUHoldsTheQueue(t *testing.T) {
 		busy := mustAcquire(t, c, "busy", 10)
 		idle := mustAcquire(t, c, "paged", 10)
 		done := busy.NeedCPU()
-		pk := c.Park(idle, &closer{})
+		pk := park(t, c, idle, &closer{})
 		waiting := start(context.Background(), c, "waiting", 10)
 		_, ok := ready(waiting)
 		require.False(t, ok)
@@ -255,7 +264,7 @@ func TestPark_RegisteringWhileSomeoneWaitsEvictsAtOnce(t *testing.T) {
 		c := admission.New("reads", limits(1, 100))
 		p := mustAcquire(t, c, "paged", 10)
 		waiting := start(context.Background(), c, "waiting", 10)
-		pk := c.Park(p, &closer{})
+		pk := park(t, c, p, &closer{})
 		synctest.Wait()
 		assert.True(t, pk.Evicted())
 		r, ok := ready(waiting)
@@ -268,7 +277,7 @@ func TestPark_RegisteringWhileSomeoneWaitsEvictsAtOnce(t *testing.T) {
 func TestReadmit_RestoresBaseResources(t *testing.T) {
 	c := admission.New("reads", limits(1, 100))
 	p := mustAcquire(t, c, "paged", 40)
-	pk := c.Park(p, &closer{})
+	pk := park(t, c, p, &closer{})
 	require.True(t, c.EvictOne())
 	assert.True(t, pk.Evicted())
 	assert.Equal(t, admission.Resources{}, c.Stats().Used, "eviction released the base")
@@ -289,7 +298,7 @@ func TestPark_TTLEvictsAfterTheTime(t *testing.T) {
 		c := admission.New("reads", limits(2, 100))
 		p := mustAcquire(t, c, "paged", 10)
 		reasons := make(chan admission.EvictReason, 1)
-		pk := c.Park(p, &closer{}, admission.WithTTL(time.Minute), admission.OnEvict(func(r admission.EvictReason) { reasons <- r }))
+		pk := park(t, c, p, &closer{}, admission.WithTTL(time.Minute), admission.OnEvict(func(r admission.EvictReason) { reasons <- r }))
 		time.Sleep(59 * time.Second)
 		assert.False(t, pk.Evicted())
 		time.Sleep(time.Second)
@@ -308,7 +317,7 @@ func TestEvictWhere_EvictsMatchingOperations(t *testing.T) {
 	for _, op := range []string{"a", "b", "a"} {
 		p := mustAcquire(t, c, op, 1)
 		permits = append(permits, p)
-		pks = append(pks, c.Park(p, &closer{}))
+		pks = append(pks, park(t, c, p, &closer{}))
 	}
 	assert.Equal(t, 2, c.EvictWhere(func(op string) bool { return op == "a" }))
 	assert.True(t, pks[0].Evicted())
@@ -428,9 +437,9 @@ func TestPark_MemoryRequestOfAParkedPermitFails(t *testing.T) {
 		waiting := make(chan error, 1)
 		go func() { waiting <- a.RequestMemory(context.Background(), 10) }()
 		synctest.Wait()
-		c.Park(a, &closer{})
+		park(t, c, a, &closer{})
 		assert.ErrorIs(t, <-waiting, admission.ErrEvicted)
-		c.Park(b, &closer{}) // loses the blessing
+		park(t, c, b, &closer{}) // loses the blessing
 		a.Release()
 		b.Release()
 		require.NoError(t, c.Close(context.Background()))
@@ -444,7 +453,7 @@ func TestConsume_KillLimitFailsOncePerPermit(t *testing.T) {
 	require.NoError(t, a.Consume(limits(0, 100)), "200 in use: at the limit, not past it")
 	err := a.Consume(limits(0, 1))
 	require.ErrorIs(t, err, admission.ErrMemoryLimit)
-	assert.Contains(t, err.Error(), "would pass the kill limit (200B in use of 200B)")
+	assert.Contains(t, err.Error(), `consume "a" (memory 1B): memory kill limit reached (200B in use of 200B)`)
 	assert.ErrorIs(t, a.Consume(limits(0, 1)), admission.ErrMemoryLimit)
 	assert.ErrorIs(t, b.Consume(limits(0, 5)), admission.ErrMemoryLimit)
 	assert.ErrorIs(t, b.RequestMemory(context.Background(), 5), admission.ErrMemoryLimit)
@@ -452,6 +461,7 @@ func TestConsume_KillLimitFailsOncePerPermit(t *testing.T) {
 	assert.Equal(t, int64(200), c.Stats().Used.Memory, "consumption never passed the limit")
 	a.Return(limits(0, 100))
 	assert.Panics(t, func() { a.Return(limits(0, 1)) }, "returning more than consumed is detected")
+	assert.PanicsWithValue(t, `admission "reads": Permit("a").Return(count=0 memory=-1B): negative resources`, func() { a.Return(limits(0, -1)) })
 	a.Release()
 	b.Release()
 }

@@ -3,51 +3,51 @@ package admission
 import (
 	"errors"
 	"fmt"
-	"strconv"
 )
 
-// The sentinel errors. Every error the package returns wraps the sentinels that
-// describe it (and the context's errors, when a context ended), so callers test it
-// with errors.Is, and its text names the controller, the operation and the reason.
+// The sentinel errors. Every error the package returns wraps, with fmt.Errorf's %w,
+// the sentinels that describe it (and the context's errors, when a context ended),
+// so callers test it with errors.Is; its text names the controller, the operation
+// and the reason, so that it stands alone in a log line:
+//
+//	admission "reads": admit "scan" (memory 128K): timed out after 1.5s, queued behind 3 (count 8/8, memory 6M/64M in use; bottleneck: concurrency): context deadline exceeded
+//
+// The sentinels' own texts are the reasons, without a prefix: the wrapping message
+// supplies the controller.
 var (
 	// ErrQueueFull: the admission queue was at WithMaxQueueLength; the request
 	// was shed at once.
-	ErrQueueFull = errors.New("admission: wait queue full")
+	ErrQueueFull = errors.New("wait queue full")
 	// ErrShed: the request reached the head of the queue with too little of its
 	// time budget left to be worth starting (WithShedFactor).
-	ErrShed = errors.New("admission: shed: would likely time out")
+	ErrShed = errors.New("shed")
 	// ErrTimedOut: the context's deadline passed while waiting.
-	ErrTimedOut = errors.New("admission: timed out")
+	ErrTimedOut = errors.New("timed out")
 	// ErrMemoryLimit: consuming more would pass the kill limit (WithKillLimit).
-	ErrMemoryLimit = errors.New("admission: memory kill limit reached")
-	// ErrEvicted: the permit was parked or evicted, so it cannot take memory
-	// until it is resumed or readmitted.
-	ErrEvicted = errors.New("admission: permit inactive or evicted")
+	ErrMemoryLimit = errors.New("memory kill limit reached")
+	// ErrEvicted: the permit is not active: it is parked, evicted, or being
+	// readmitted, so it cannot take resources or be parked until it is resumed or
+	// readmitted; or a memory request it had pending failed because it was parked.
+	ErrEvicted = errors.New("permit inactive or evicted")
+	// ErrReleased: the permit was released. Release is terminal: every later
+	// Consume, RequestMemory, Park and Readmit fails with it and takes nothing, and a
+	// memory request or readmission pending at the time fails with it.
+	ErrReleased = errors.New("permit released")
 	// ErrBroken: Break was called. The error also matches Break's cause.
-	ErrBroken = errors.New("admission: broken")
+	ErrBroken = errors.New("broken")
 	// ErrClosed: Close was called.
-	ErrClosed = errors.New("admission: closed")
+	ErrClosed = errors.New("closed")
 )
 
-// opError is the package's error type: a complete message, and what errors.Is
-// should match.
-type opError struct {
-	msg    string
-	causes []error
-}
-
-func (e *opError) Error() string   { return e.msg }
-func (e *opError) Unwrap() []error { return e.causes }
-
-func (c *Controller) label() string { return "admission " + strconv.Quote(c.name) }
-
-// fail builds an error about operation op of this controller.
-func (c *Controller) fail(op string, causes []error, format string, args ...any) error {
-	return &opError{msg: c.label() + ": " + op + ": " + fmt.Sprintf(format, args...), causes: causes}
+// errorf builds an error about operation op (see what) of this controller. format
+// should wrap the sentinels with %w. The controller's name is fixed after New, so
+// this reads no guarded state; the arguments must have been read under c.mu.
+func (c *Controller) errorf(op, format string, args ...any) error {
+	return fmt.Errorf("admission %q: %s: "+format, append([]any{c.name, op}, args...)...)
 }
 
 func (c *Controller) panicf(format string, args ...any) {
-	panic(c.label() + ": " + fmt.Sprintf(format, args...))
+	panic(fmt.Sprintf("admission %q: ", c.name) + fmt.Sprintf(format, args...))
 }
 
 // what describes a permit's request for messages: `admit "scan" (memory 128K)`.

@@ -36,13 +36,13 @@ func ExampleController_Park() {
 	ctx := context.Background()
 
 	p, _ := ctrl.Acquire(ctx, "paged-scan", 128<<10)
-	parked := ctrl.Park(p, &cursor{"page 1"})
+	parked, _ := ctrl.Park(p, &cursor{"page 1"})
 
 	// Nothing needs the resources: resuming gives the cursor back.
 	c, ok := parked.Resume()
 	fmt.Println("resumed:", ok, c.(*cursor).name)
 
-	parked = ctrl.Park(p, &cursor{"page 2"})
+	parked, _ = ctrl.Park(p, &cursor{"page 2"})
 	other, _ := ctrl.Acquire(ctx, "get", 4<<10) // needs the only count: evicts
 	_, ok = parked.Resume()
 	fmt.Println("resumed:", ok, "state:", p.State())

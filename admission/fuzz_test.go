@@ -16,10 +16,11 @@ import (
 
 // FuzzControllerModel drives a Controller and a sequential model of its admission
 // rules (the package documentation's four conditions, FIFO, eviction only for
-// resources, CPU marks) with the same random program, and checks after every step
-// that they agree: which requests were admitted, resources in use, queue length,
-// parked and need-CPU counts, and every permit's state. It runs in a synctest bubble
-// so that every step ends with all goroutines settled.
+// resources, CPU marks that count only while a permit is active, released as a
+// terminal state) with the same random program, and checks after every step that
+// they agree: which requests were admitted, resources in use, queue length, parked,
+// need-CPU and awaiting counts, and every permit's state. It runs in a synctest
+// bubble so that every step ends with all goroutines settled.
 func FuzzControllerModel(f *testing.F) {
 	for _, seed := range [][]byte{
 		{3, 5, 0, 2, 0, 3, 0, 1, 1, 0, 2, 0, 5, 0, 4, 1},
@@ -27,6 +28,11 @@ func FuzzControllerModel(f *testing.F) {
 		{1, 9, 0, 5, 0, 5, 5, 0, 0, 1, 7, 2, 1, 0, 1, 1},
 		{4, 2, 0, 1, 2, 0, 0, 3, 8, 1, 3, 0, 4, 0, 9, 0},
 		{2, 6, 0, 4, 0, 4, 5, 1, 0, 2, 6, 1, 9, 5, 7, 3, 1, 0},
+		// Park with a CPU mark, evicted for count, the other released, readmitted
+		// with the mark; then every call on the released permit; then the mark ends.
+		{0, 3, 0, 1, 3, 0, 7, 0, 0, 1, 2, 1, 8, 1, 10, 0, 10, 1, 10, 2, 10, 3, 10, 4, 10, 5, 10, 6, 10, 7, 11, 1, 4, 0},
+		// A parked permit's mark and await do not hold a newcomer back; resumed, they do.
+		{3, 7, 0, 1, 3, 0, 5, 1, 7, 0, 0, 2, 8, 0, 0, 2, 4, 0, 5, 0},
 	} {
 		f.Add(seed)
 	}
@@ -58,11 +64,12 @@ type cmodel struct {
 	c        *admission.Controller
 	limits   admission.Resources
 	avail    admission.Resources
-	cpuConc  int
+	cpuConc  int        // the CPU concurrency
 	permits  []*mPermit // every permit not released, in creation order
 	queue    []*mPermit // waiting for admission, FIFO
 	inactive []*mPermit // parked, oldest first
 	aborted  []*mPermit // cancelled new requests whose Acquire has yet to be seen returning
+	released []*mPermit // released permits, still called into; their old marks' done functions kept
 	log      []string
 	next     int
 }
@@ -88,9 +95,16 @@ func runControllerProgram(t *testing.T, prog []byte) {
 		synctest.Wait()
 		m.check()
 	}
+	for _, p := range m.released {
+		for _, done := range append(p.cpu, p.awaits...) {
+			done()
+		}
+	}
 	st := m.c.Stats()
 	require.Equal(t, admission.Resources{}, st.Used, "everything came back")
 	require.Zero(t, st.CurrentPermits)
+	require.Zero(t, st.NeedCPUPermits)
+	require.Zero(t, st.AwaitingPermits)
 }
 
 func (m *cmodel) logf(format string, args ...any) {
@@ -118,8 +132,11 @@ func (m *cmodel) pick(b byte, ok func(*mPermit) bool) *mPermit {
 
 func active(p *mPermit) bool { return p.state == admission.Active }
 
+// settled reports whether p is not waiting for admission: its marks may change.
+func settled(p *mPermit) bool { return p.state != admission.WaitingForAdmission && p.real != nil }
+
 func (m *cmodel) step(r *fuzzprog.Reader) {
-	op, arg := r.Byte()%10, r.Byte()
+	op, arg := r.Byte()%12, r.Byte()
 	switch op {
 	case 0, 1:
 		m.acquire(int64(arg%6) * 10)
@@ -128,25 +145,28 @@ func (m *cmodel) step(r *fuzzprog.Reader) {
 			m.release(p)
 		}
 	case 3:
-		if p := m.pick(arg, active); p != nil {
-			m.logf("#%d NeedCPU", p.id)
+		// Active, parked or evicted: a parked or evicted permit's mark is kept
+		// but does not count until the permit is active again.
+		if p := m.pick(arg, settled); p != nil {
+			m.logf("#%d NeedCPU (%s)", p.id, p.state)
 			p.cpu = append(p.cpu, p.real.NeedCPU())
+			m.admit()
 		}
 	case 4:
 		if p := m.pick(arg, func(p *mPermit) bool { return len(p.cpu) > 0 }); p != nil {
-			m.logf("#%d NeedCPU done", p.id)
+			m.logf("#%d NeedCPU done (%s)", p.id, p.state)
 			p.cpu[len(p.cpu)-1]()
 			p.cpu = p.cpu[:len(p.cpu)-1]
 			m.admit()
 		}
 	case 5:
-		if p := m.pick(arg, active); p != nil {
+		if p := m.pick(arg, settled); p != nil {
 			if len(p.awaits) > 0 && arg%2 == 0 {
-				m.logf("#%d Await done", p.id)
+				m.logf("#%d Await done (%s)", p.id, p.state)
 				p.awaits[len(p.awaits)-1]()
 				p.awaits = p.awaits[:len(p.awaits)-1]
 			} else {
-				m.logf("#%d Await", p.id)
+				m.logf("#%d Await (%s)", p.id, p.state)
 				p.awaits = append(p.awaits, p.real.Await())
 			}
 			m.admit()
@@ -160,9 +180,9 @@ func (m *cmodel) step(r *fuzzprog.Reader) {
 			m.avail.Memory -= mem
 		}
 	case 7:
-		if p := m.pick(arg, func(p *mPermit) bool { return active(p) && len(p.cpu) == 0 && len(p.awaits) == 0 }); p != nil {
+		if p := m.pick(arg, active); p != nil { // marks and all: they stop counting
 			m.logf("#%d Park", p.id)
-			p.parked = m.c.Park(p.real, &closer{})
+			p.parked = park(m.t, m.c, p.real, &closer{})
 			p.state = admission.Inactive
 			m.inactive = append(m.inactive, p)
 			m.admit()
@@ -186,7 +206,60 @@ func (m *cmodel) step(r *fuzzprog.Reader) {
 		m.avail = m.avail.Add(l.Sub(m.limits))
 		m.limits = l
 		m.admit()
+	case 10:
+		m.callReleased(arg)
+	case 11:
+		n := int(arg%3) + 1
+		m.logf("SetCPUConcurrency %d", n)
+		m.c.SetCPUConcurrency(n)
+		m.cpuConc = n
+		m.admit()
 	}
+}
+
+// callReleased calls into a released permit: every call fails with ErrReleased or
+// does nothing, and takes nothing.
+func (m *cmodel) callReleased(arg byte) {
+	if len(m.released) == 0 {
+		return
+	}
+	p := m.released[int(arg/8)%len(m.released)]
+	ctx := context.Background()
+	switch arg % 8 {
+	case 0:
+		m.logf("#%d (released) NeedCPU", p.id)
+		p.real.NeedCPU()()
+	case 1:
+		m.logf("#%d (released) NeedCPU, Await held", p.id)
+		p.cpu = append(p.cpu, p.real.NeedCPU())
+		p.awaits = append(p.awaits, p.real.Await())
+	case 2:
+		m.logf("#%d (released) Consume", p.id)
+		require.ErrorIs(m.t, p.real.Consume(limits(0, 10)), admission.ErrReleased)
+	case 3:
+		m.logf("#%d (released) RequestMemory", p.id)
+		require.ErrorIs(m.t, p.real.RequestMemory(ctx, 10), admission.ErrReleased)
+	case 4:
+		m.logf("#%d (released) Park", p.id)
+		_, err := m.c.Park(p.real, &closer{})
+		require.ErrorIs(m.t, err, admission.ErrReleased)
+	case 5:
+		m.logf("#%d (released) Readmit", p.id)
+		require.ErrorIs(m.t, p.real.Readmit(ctx), admission.ErrReleased)
+	case 6:
+		m.logf("#%d (released) done functions of its old marks", p.id)
+		for _, done := range append(p.cpu, p.awaits...) {
+			done()
+		}
+		p.cpu, p.awaits = nil, nil
+	case 7:
+		m.logf("#%d (released) Release, ReleaseBase, Return", p.id)
+		p.real.Release()
+		p.real.ReleaseBase()
+		p.real.Return(limits(0, 10))
+	}
+	require.Equal(m.t, admission.Released, p.real.State())
+	require.Equal(m.t, admission.Resources{}, p.real.Consumed())
 }
 
 func (m *cmodel) newPermit(memory int64) *mPermit {
@@ -233,16 +306,22 @@ func (m *cmodel) enter(p *mPermit) {
 	m.queue = append(m.queue, p)
 }
 
-func (m *cmodel) admissible(p *mPermit) (ok, cpuBound bool) {
-	needCPU, awaiting := 0, 0
+// cpuCounts is what the controller's need-CPU and awaiting counts should be: the
+// marks of active permits only.
+func (m *cmodel) cpuCounts() (needCPU, awaiting int) {
 	for _, q := range m.permits {
-		if len(q.cpu) > 0 {
+		if q.state == admission.Active && len(q.cpu) > 0 {
 			needCPU++
 			if len(q.awaits) > 0 {
 				awaiting++
 			}
 		}
 	}
+	return needCPU, awaiting
+}
+
+func (m *cmodel) admissible(p *mPermit) (ok, cpuBound bool) {
+	needCPU, awaiting := m.cpuCounts()
 	if needCPU-awaiting >= m.cpuConc {
 		return false, true
 	}
@@ -318,8 +397,10 @@ func (m *cmodel) release(p *mPermit) {
 	m.releaseBase(p)
 	m.avail.Memory += p.consumed
 	p.consumed = 0
-	p.cpu, p.awaits = nil, nil // Release drops the marks; their release functions become no-ops
+	// Release drops the marks from the counts; their done functions, kept to be
+	// called later, must do nothing.
 	m.forget(p)
+	m.released = append(m.released, p)
 	m.admit()
 }
 
@@ -356,9 +437,12 @@ func (m *cmodel) check() {
 	m.aborted = nil
 	st := m.c.Stats()
 	used := m.limits.Sub(m.avail)
-	if st.Used != used || st.Queued != len(m.queue) || st.Inactive != len(m.inactive) {
-		m.fatalf("stats: used %v queued %d inactive %d; model: used %v queued %d inactive %d",
-			st.Used, st.Queued, st.Inactive, used, len(m.queue), len(m.inactive))
+	needCPU, awaiting := m.cpuCounts()
+	if st.Used != used || st.Queued != len(m.queue) || st.Inactive != len(m.inactive) ||
+		st.NeedCPUPermits != needCPU || st.AwaitingPermits != awaiting {
+		m.fatalf("stats: used %v queued %d inactive %d need-cpu %d awaiting %d; model: used %v queued %d inactive %d need-cpu %d awaiting %d",
+			st.Used, st.Queued, st.Inactive, st.NeedCPUPermits, st.AwaitingPermits,
+			used, len(m.queue), len(m.inactive), needCPU, awaiting)
 	}
 	for _, p := range m.permits {
 		if p.real == nil {

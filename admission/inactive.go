@@ -38,12 +38,13 @@ func (r EvictReason) String() string {
 // reader, a cursor, a connection) that would be reused if the work resumes. The
 // controller may evict it to free its resources for queued requests.
 type Parked struct {
-	p       *Permit
-	value   io.Closer
-	onEvict func(EvictReason)
+	// Fixed after Park.
+	p        *Permit
+	value    io.Closer
+	onEvict  func(EvictReason)
+	ttlAfter time.Duration // from WithTTL; 0: no TTL
 
 	// Guarded by the controller's lock.
-	ttlAfter time.Duration // from WithTTL; 0: no TTL
 
 	elem    *list.Element // position in the inactive list while parked
 	ttl     *time.Timer
@@ -70,45 +71,52 @@ func OnEvict(fn func(EvictReason)) ParkOption {
 // when the head of the queue is held back by count or memory (not when only CPU
 // holds it) and evicting parked permits could let it in, the oldest are evicted
 // first: the value is closed, the base resources are released, and OnEvict is
-// called. A parked permit loses any
-// blessing past the serialize limit, and a memory request it has pending fails.
-// Park panics unless the permit is active (or waiting for memory); resume it
-// with Parked.Resume.
-func (c *Controller) Park(p *Permit, value io.Closer, opts ...ParkOption) *Parked {
+// called. A parked permit loses any blessing past the serialize limit, every memory
+// request it has pending fails with ErrEvicted, and its CPU marks stop counting
+// against the CPU concurrency until it is resumed or readmitted.
+//
+// Park fails, taking nothing (the caller keeps value), with ErrReleased after
+// Release and with ErrEvicted when the permit is not active: already parked,
+// evicted, or being readmitted. Resume the permit with Parked.Resume. Park panics
+// if p belongs to another controller.
+func (c *Controller) Park(p *Permit, value io.Closer, opts ...ParkOption) (*Parked, error) {
+	if p.c != c {
+		c.panicf("Park(%q): the permit belongs to controller %q", p.op, p.c.name)
+	}
 	pk := &Parked{p: p, value: value}
 	for _, o := range opts {
 		o(pk)
 	}
 	c.mu.Lock()
-	if p.released || (p.phase != Active && p.phase != WaitingForMemory) {
-		state := p.phase.String()
-		if p.released {
-			state = "released"
-		}
-		c.unlock()
-		c.panicf("Park(%q): the permit is %s, not active", p.op, state)
+	defer c.unlock()
+	switch p.phase {
+	case Released:
+		return nil, c.errorf(what("park", p, p.base.Memory), "%w", ErrReleased)
+	case Active, WaitingForMemory:
+	default:
+		return nil, c.errorf(what("park", p, p.base.Memory), "%w: the permit is %s, not active", ErrEvicted, p.phase)
 	}
-	if w := p.wait; w != nil && w.forMem {
-		c.settleLocked(w, c.fail(what("request memory", p, w.memory), []error{ErrEvicted}, "the permit was parked"))
-	}
+	c.failMemoryWaitsLocked(p, func(w *waiter) error {
+		return c.errorf(w.what(), "%w: the permit was parked while waiting", ErrEvicted)
+	})
 	if c.blessed == p {
 		c.blessed = nil
 	}
-	p.phase = Inactive
+	p.setPhaseLocked(Inactive) // its CPU marks stop counting
 	p.parked = pk
 	pk.elem = c.inactive.PushBack(pk)
 	if pk.ttlAfter > 0 {
 		pk.ttl = time.AfterFunc(pk.ttlAfter, func() { c.expire(pk) })
 	}
-	c.maybeAdmitLocked() // someone may be waiting for exactly these resources
-	c.unlock()
-	return pk
+	c.maybeAdmitLocked() // someone may be waiting for exactly these resources, or for CPU
+	return pk, nil
 }
 
 // Resume takes the permit back from the inactive list: it returns the value and
-// true, and the permit is Active again with its resources. If the permit was
-// evicted it returns nil and false, and the permit must be readmitted (Readmit)
-// before it is used again. Resume gives the value at most once.
+// true, and the permit is Active again with its resources and its CPU marks
+// counting again. If the permit was evicted or released it returns nil and false;
+// an evicted permit must be readmitted (Readmit) before it is used again. Resume
+// gives the value at most once.
 func (pk *Parked) Resume() (io.Closer, bool) {
 	c := pk.p.c
 	c.mu.Lock()
@@ -117,7 +125,7 @@ func (pk *Parked) Resume() (io.Closer, bool) {
 		return nil, false
 	}
 	c.unparkLocked(pk)
-	pk.p.phase = Active
+	pk.p.setPhaseLocked(Active)
 	return pk.value, true
 }
 
@@ -147,7 +155,7 @@ func (c *Controller) unparkLocked(pk *Parked) {
 func (c *Controller) evictLocked(pk *Parked, reason EvictReason) {
 	c.unparkLocked(pk)
 	pk.evicted = true
-	pk.p.phase = Evicted
+	pk.p.setPhaseLocked(Evicted)
 	pk.p.releaseBaseLocked()
 	switch reason {
 	case EvictedByTTL:

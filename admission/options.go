@@ -47,7 +47,7 @@ func WithLogger(logger *slog.Logger) Option { return func(c *Controller) { c.log
 // problems come in bursts, one dump explains them. The default is 30 seconds.
 func WithDumpInterval(d time.Duration) Option { return func(c *Controller) { c.dumpEvery = d } }
 
-// A PermitOption configures one Acquire.
+// A PermitOption configures one Acquire or Readmit.
 type PermitOption func(*waiter)
 
 // NotShed exempts the request from preemptive shedding.

@@ -119,7 +119,11 @@ func runRequest(t *testing.T, c *admission.Controller, rng *rand.Rand) string {
 			cancel()
 		}
 		if rng.IntN(2) == 0 {
-			pk := c.Park(p, &closer{})
+			pk, err := c.Park(p, &closer{})
+			if err != nil {
+				t.Errorf("park: %v", err)
+				return "failed"
+			}
 			time.Sleep(time.Duration(rng.IntN(300)) * time.Microsecond)
 			if _, ok := pk.Resume(); !ok {
 				rctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)

@@ -26,7 +26,7 @@ type Stats struct {
 	QueuedMemory    int // requests in the memory queue now
 	Inactive        int // parked permits now
 	CurrentPermits  int // permits not yet released, admitted or waiting
-	NeedCPUPermits  int // permits holding NeedCPU now
+	NeedCPUPermits  int // active permits holding NeedCPU now (parked and evicted ones do not count)
 	AwaitingPermits int // of those, permits holding Await too
 }
 

@@ -1,0 +1,236 @@
+package admission
+
+import (
+	"context"
+	"time"
+)
+
+// Acquire admits a request for operation op with a base cost of one count and the
+// given memory, waiting in the admission queue if it cannot start at once (see the
+// package documentation for when it can). It returns the admitted Permit, which the
+// caller must Release.
+//
+// It fails at once with ErrQueueFull when the queue is at its bound, with ErrBroken
+// or ErrClosed after Break or Close, and with ctx's error if ctx is already done. A
+// queued request fails with ErrShed when preemptive shedding drops it, and with an
+// error matching ctx.Err() (and ErrTimedOut for a deadline) when ctx ends; its
+// leaving lets the requests behind it in if they now fit. A failed Acquire holds
+// nothing, also when its grant raced its context. Acquire panics if memory is
+// negative.
+func (c *Controller) Acquire(ctx context.Context, op string, memory int64, opts ...PermitOption) (*Permit, error) {
+	if memory < 0 {
+		c.panicf("Acquire(%q, %d): negative memory", op, memory)
+	}
+	p := &Permit{c: c, op: op, base: Resources{Count: 1, Memory: memory}}
+	c.mu.Lock()
+	if err := c.enter(ctx, p, admitting, opts); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// Do admits a request as Acquire does, runs fn with the permit, and releases the
+// permit on every path, including a panic in fn. fn is not called when admission
+// fails.
+func (c *Controller) Do(ctx context.Context, op string, memory int64, fn func(context.Context, *Permit) error, opts ...PermitOption) error {
+	p, err := c.Acquire(ctx, op, memory, opts...)
+	if err != nil {
+		return err
+	}
+	defer p.Release()
+	return fn(ctx, p)
+}
+
+// Track returns a tracking-only permit for operation op: it skips admission and
+// holds no base resources, and only accounts the memory consumed through it.
+func (c *Controller) Track(op string) *Permit {
+	p := &Permit{c: c, op: op, phase: Active}
+	c.mu.Lock()
+	c.permits[p] = struct{}{}
+	c.stats.TotalPermits++
+	c.unlock()
+	return p
+}
+
+// Readmit sends an evicted permit through admission again, as Acquire does, to get
+// its base resources back; it fails the same ways Acquire does, and the permit then
+// stays evicted. It returns nil at once for a permit that is active or parked (not
+// evicted), fails with ErrReleased after Release, and fails with ErrEvicted when
+// another Readmit of the same permit is already waiting: exactly one call takes the
+// base. A readmission whose grant races its context's end is kept (Readmit returns
+// nil), because other goroutines may already be using the active permit.
+func (p *Permit) Readmit(ctx context.Context, opts ...PermitOption) error {
+	c := p.c
+	c.mu.Lock()
+	switch p.phase {
+	case Evicted:
+		return c.enter(ctx, p, readmitting, opts)
+	case Released:
+		defer c.unlock()
+		return c.errorf(what("readmit", p, p.base.Memory), "%w", ErrReleased)
+	case WaitingForAdmission:
+		defer c.unlock()
+		return c.errorf(what("readmit", p, p.base.Memory), "%w: already being readmitted by another call", ErrEvicted)
+	}
+	c.unlock()
+	return nil
+}
+
+// enter runs p through admission: at once when allowed, else through the queue
+// (the waiter, with opts applied, is made only then). It is called with mu held,
+// so that whatever the caller checked still holds, and returns without it.
+func (c *Controller) enter(ctx context.Context, p *Permit, kind waitKind, opts []PermitOption) error {
+	// Describes the request for errors; copied to the heap only if it queues, so
+	// that the path that admits at once allocates nothing but the permit.
+	w := waiter{p: p, kind: kind, memory: p.base.Memory}
+	if err := c.refusalLocked(&w); err != nil {
+		c.unlock()
+		return err
+	}
+	if ctx.Err() != nil {
+		err := c.contextErrLocked(ctx, &w)
+		c.unlock()
+		return err
+	}
+	if kind == admitting {
+		c.permits[p] = struct{}{}
+		c.stats.TotalPermits++
+	}
+	// At once, if nobody is queued and the conditions allow, evicting idle
+	// permits when that is what it takes.
+	for c.queue.Len() == 0 {
+		b := c.admissionLocked(p.base)
+		if b == admissible {
+			c.admitLocked(p)
+			c.stats.AdmittedImmediately++
+			c.unlock()
+			return nil
+		}
+		if !c.evictionHelpsLocked(b, p.base) {
+			break
+		}
+		c.evictLocked(c.inactive.Front().Value.(*Parked), EvictedForAdmission)
+	}
+	if c.maxQueue > 0 && c.queue.Len() >= c.maxQueue {
+		c.stats.Shed++
+		err := c.errorf(w.what(), "%w (%d queued; %s)", ErrQueueFull, c.queue.Len(), c.usageLocked())
+		c.dumpLocked("wait queue overload", p)
+		if kind == admitting {
+			p.setPhaseLocked(Aborted)
+			c.forgetLocked(p)
+		}
+		c.unlock()
+		return err
+	}
+	c.stats.QueuedForAdmission++
+	switch c.admissionLocked(p.base) {
+	case blockedByCount:
+		c.stats.QueuedBecauseCount++
+	case blockedByMemory:
+		c.stats.QueuedBecauseMemory++
+	case blockedByCPU:
+		c.stats.QueuedBecauseCPU++
+	}
+	queued := &waiter{p: p, kind: kind, memory: w.memory}
+	for _, o := range opts {
+		o(queued)
+	}
+	c.enqueueLocked(ctx, queued)
+	c.unlock()
+	return c.wait(ctx, queued)
+}
+
+// blocker says what, if anything, keeps a request from being admitted now.
+type blocker uint8
+
+const (
+	admissible blocker = iota
+	blockedByCount
+	blockedByMemory
+	blockedByCPU
+)
+
+// admissionLocked applies the admission rules, in order, to a request for base,
+// ignoring the queue.
+func (c *Controller) admissionLocked(base Resources) blocker {
+	used := c.usedLocked().Memory
+	if c.pastLimit(c.killMult, used) || c.pastLimit(c.serializeMult, used) {
+		return blockedByMemory
+	}
+	if c.needCPU-c.awaiting >= c.cpuConcurrency {
+		return blockedByCPU
+	}
+	// Always admit one: with no count in use, nothing else can free memory, so a
+	// request that does not fit would otherwise wait forever.
+	if c.avail.Covers(base) || c.avail.Count == c.limits.Count {
+		return admissible
+	}
+	if c.avail.Count < base.Count {
+		return blockedByCount
+	}
+	return blockedByMemory
+}
+
+// evictionHelpsLocked reports whether evicting parked permits could let a request
+// for base in, given what holds it back: never for CPU, and for resources only if
+// freeing every parked permit's base resources would be enough. (Parked permits'
+// CPU marks never count, so eviction could not help CPU anyway.)
+func (c *Controller) evictionHelpsLocked(b blocker, base Resources) bool {
+	if b == blockedByCPU || c.inactive.Len() == 0 {
+		return false
+	}
+	var parked Resources
+	for e := c.inactive.Front(); e != nil; e = e.Next() {
+		if p := e.Value.(*Parked).p; p.hasBase {
+			parked = parked.Add(p.base)
+		}
+	}
+	after := c.avail.Add(parked)
+	used := c.limits.Memory - after.Memory
+	if c.pastLimit(c.killMult, used) || c.pastLimit(c.serializeMult, used) {
+		return false
+	}
+	return after.Covers(base) || after.Count == c.limits.Count
+}
+
+// admitLocked gives p its base resources and makes it active; its CPU marks, if
+// it is a readmitted permit that kept some, count again.
+func (c *Controller) admitLocked(p *Permit) {
+	c.avail = c.avail.Sub(p.base)
+	p.hasBase = true
+	p.setPhaseLocked(Active)
+	c.stats.Admitted++
+}
+
+// maybeAdmitLocked admits queued requests from the head while the rules allow,
+// evicting idle permits when only resources hold the head back, then serves the
+// memory queue. Every change that could let a request in ends with a call to it.
+func (c *Controller) maybeAdmitLocked() {
+	for c.queue.Len() > 0 {
+		w := c.queue.Front().Value.(*waiter)
+		b := c.admissionLocked(w.p.base)
+		switch {
+		case b == admissible && c.shouldShedLocked(w):
+			c.stats.Shed++
+			c.settleLocked(w, c.errorf(w.what(), "%w at the head of the queue: %v of its %v left",
+				ErrShed, time.Until(w.deadline).Round(time.Millisecond), w.deadline.Sub(w.arrived).Round(time.Millisecond)))
+		case b == admissible:
+			c.admitLocked(w.p)
+			c.settleLocked(w, nil)
+		case c.evictionHelpsLocked(b, w.p.base):
+			c.evictLocked(c.inactive.Front().Value.(*Parked), EvictedForAdmission)
+		default:
+			c.grantMemoryLocked()
+			return
+		}
+	}
+	c.grantMemoryLocked()
+}
+
+func (c *Controller) shouldShedLocked(w *waiter) bool {
+	if c.shedFactor <= 0 || w.noShed || w.deadline.IsZero() {
+		return false
+	}
+	budget := w.deadline.Sub(w.arrived)
+	return time.Until(w.deadline) <= time.Duration(c.shedFactor*float64(budget))
+}

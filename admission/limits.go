@@ -1,0 +1,48 @@
+package admission
+
+// usedLocked is what permits hold now.
+func (c *Controller) usedLocked() Resources { return c.limits.Sub(c.avail) }
+
+// limitOf returns mult x the memory limit, and whether that limit is on.
+func (c *Controller) limitOf(mult float64) (int64, bool) {
+	return int64(mult * float64(c.limits.Memory)), mult > 0
+}
+
+func (c *Controller) pastLimit(mult float64, used int64) bool {
+	limit, on := c.limitOf(mult)
+	return on && used > limit
+}
+
+// SetLimits changes the limits. Availability shifts by the difference and may go
+// negative; permits keep what they hold. Raising a limit admits the waiters that
+// now fit. It panics on a negative limit.
+func (c *Controller) SetLimits(limits Resources) {
+	if limits.Count < 0 || limits.Memory < 0 {
+		c.panicf("SetLimits(%v): negative limits", limits)
+	}
+	c.mu.Lock()
+	defer c.unlock()
+	c.avail = c.avail.Add(limits.Sub(c.limits))
+	c.limits = limits
+	c.maybeAdmitLocked()
+}
+
+// SetCPUConcurrency changes how many active permits may need CPU before admission
+// stops. It panics if n < 1.
+func (c *Controller) SetCPUConcurrency(n int) {
+	if n < 1 {
+		c.panicf("SetCPUConcurrency(%d): must be at least 1", n)
+	}
+	c.mu.Lock()
+	defer c.unlock()
+	c.cpuConcurrency = n
+	c.maybeAdmitLocked()
+}
+
+// SetMaxQueueLength changes the queue bound for requests arriving from now on;
+// n <= 0 removes it. Requests already queued stay.
+func (c *Controller) SetMaxQueueLength(n int) {
+	c.mu.Lock()
+	defer c.unlock()
+	c.maxQueue = n
+}

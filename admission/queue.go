@@ -1,0 +1,180 @@
+package admission
+
+import (
+	"container/list"
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// waitKind is what a queued request waits for. Each kind has one name (for
+// messages) and one way to be undone (undoLocked), so a new path that fails or
+// gives back a wait cannot forget a case.
+type waitKind uint8
+
+const (
+	admitting        waitKind = iota // a new permit in Acquire, in c.queue
+	readmitting                      // an evicted permit in Readmit, in c.queue
+	requestingMemory                 // an admitted permit in RequestMemory, in c.memQueue
+)
+
+// waiter is a request in the admission queue or the memory queue. Its fields are
+// set before it is queued (under mu) and fixed from then on, except elem.
+type waiter struct {
+	p        *Permit
+	kind     waitKind
+	memory   int64 // what it asks for: the base memory, or RequestMemory's n
+	noShed   bool
+	arrived  time.Time
+	deadline time.Time     // zero without one
+	done     chan error    // the outcome, sent once by the settler: nil when granted
+	elem     *list.Element // position while queued; nil once settled (guarded by mu)
+	ahead    int           // queue length when it joined
+}
+
+// name is the operation the waiter stands for, as messages name it.
+func (w *waiter) name() string {
+	switch w.kind {
+	case admitting:
+		return "admit"
+	case readmitting:
+		return "readmit"
+	}
+	return "request memory"
+}
+
+// what describes the waiter's request for messages.
+func (w *waiter) what() string { return what(w.name(), w.p, w.memory) }
+
+func (c *Controller) queueOf(w *waiter) *list.List {
+	if w.kind == requestingMemory {
+		return c.memQueue
+	}
+	return c.queue
+}
+
+// undoLocked puts w's permit back where it was before the wait, after the wait
+// failed (granted false) or after a grant that the caller will not see because its
+// context ended first (granted true: give back what the grant took).
+//
+//   - admitting: the new permit is aborted and forgotten, its base given back if
+//     granted.
+//   - readmitting: the permit is evicted again (unless Release got there first).
+//     A granted readmission is never undone: see wait.
+//   - requestingMemory: the granted bytes are given back (unless Release already
+//     gave back everything); the permit's state was settled by settleLocked.
+func (c *Controller) undoLocked(w *waiter, granted bool) {
+	p := w.p
+	switch w.kind {
+	case admitting:
+		if granted {
+			p.releaseBaseLocked()
+		}
+		p.setPhaseLocked(Aborted)
+		c.forgetLocked(p)
+	case readmitting:
+		if p.phase != Released {
+			p.setPhaseLocked(Evicted)
+		}
+	case requestingMemory:
+		if granted && p.phase != Released {
+			p.returnLocked(Resources{Memory: min(w.memory, p.consumed.Memory)})
+		}
+	}
+}
+
+func (c *Controller) enqueueLocked(ctx context.Context, w *waiter) {
+	q := c.queueOf(w)
+	w.arrived = time.Now()
+	if dl, ok := ctx.Deadline(); ok {
+		w.deadline = dl
+	}
+	w.done = make(chan error, 1)
+	w.ahead = q.Len()
+	w.elem = q.PushBack(w)
+	if w.kind == requestingMemory {
+		w.p.memWaits++
+		w.p.setPhaseLocked(WaitingForMemory)
+	} else {
+		w.p.wait = w
+		w.p.setPhaseLocked(WaitingForAdmission)
+	}
+}
+
+// settleLocked removes w from its queue and delivers the outcome: nil when granted
+// (the granter has already given the permit what it asked for), else the error, in
+// which case the wait is undone.
+func (c *Controller) settleLocked(w *waiter, err error) {
+	c.queueOf(w).Remove(w.elem)
+	w.elem = nil
+	p := w.p
+	if w.kind == requestingMemory {
+		p.memWaits--
+		if p.memWaits == 0 && p.phase == WaitingForMemory {
+			p.setPhaseLocked(Active)
+		}
+	} else {
+		p.wait = nil
+	}
+	if err != nil {
+		c.undoLocked(w, false)
+	}
+	w.done <- err // buffered, and sent once: never blocks
+}
+
+// wait blocks until w is settled or ctx ends. It is called without mu and returns
+// without it.
+func (c *Controller) wait(ctx context.Context, w *waiter) error {
+	select {
+	case err := <-w.done:
+		return err
+	case <-ctx.Done():
+	}
+	c.mu.Lock()
+	defer c.unlock()
+	if w.elem != nil {
+		// Still queued: leave, and let in whoever that lets in.
+		err := c.contextErrLocked(ctx, w)
+		if errors.Is(err, ErrTimedOut) {
+			c.stats.TimedOut++
+			c.dumpLocked("timed out", w.p)
+		}
+		c.settleLocked(w, err)
+		<-w.done
+		c.maybeAdmitLocked() // if it was the head, the ones behind may fit now
+		return err
+	}
+	// Settled before we got the lock: settleLocked sent the outcome under it.
+	if err := <-w.done; err != nil || w.kind == readmitting {
+		// A readmission that won the race is kept: the permit is shared, and
+		// once Active other goroutines may already be using it.
+		return err
+	}
+	// Granted in a race with the context. The caller sees its context error, so
+	// give back what was granted.
+	err := c.contextErrLocked(ctx, w)
+	c.undoLocked(w, true)
+	c.maybeAdmitLocked()
+	return err
+}
+
+// contextErrLocked is the error for a wait whose context ended: it matches
+// ctx.Err(), context.Cause(ctx) when that differs, and ErrTimedOut for a deadline.
+// It reads the controller's usage, so it needs mu.
+func (c *Controller) contextErrLocked(ctx context.Context, w *waiter) error {
+	err, cause := ctx.Err(), context.Cause(ctx)
+	where := "before waiting"
+	if !w.arrived.IsZero() {
+		where = fmt.Sprintf("after %v, queued behind %d (%s)",
+			time.Since(w.arrived).Round(time.Millisecond), w.ahead, c.usageLocked())
+	}
+	format, args := "canceled %s: %w", []any{where, err}
+	if errors.Is(err, context.DeadlineExceeded) {
+		format, args = "%w %s: %w", []any{ErrTimedOut, where, err}
+	}
+	if cause != nil && cause != err {
+		format, args = format+": %w", append(args, cause)
+	}
+	return c.errorf(w.what(), format, args...)
+}
