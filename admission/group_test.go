@@ -124,6 +124,14 @@ func TestGroup_ConsumeBeyondTheShareCountsAsBorrowedUntilReturned(t *testing.T) 
 	assert.Equal(t, int64(5), g.Stats().Borrowed)
 	p.Release()
 	assert.Zero(t, g.Stats().Borrowed)
+	assert.Equal(t, admission.Resources{}, a.Stats().Used)
+
+	p = mustAcquire(t, a, "a2", 70)
+	require.NoError(t, p.Consume(limits(0, 15)))
+	assert.Equal(t, int64(5), g.Stats().Borrowed)
+	p.Release() // gives back the consumed memory with the base
+	assert.Zero(t, g.Stats().Borrowed)
+	assert.Equal(t, admission.Resources{}, a.Stats().Used)
 }
 
 func TestGroup_MultipleBorrowersShareThePool(t *testing.T) {
