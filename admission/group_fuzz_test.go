@@ -105,7 +105,9 @@ func runGroupProgram(t *testing.T, prog []byte) {
 	}
 }
 
-func (m *gmodel) logf(format string, args ...any) { m.log = append(m.log, fmt.Sprintf(format, args...)) }
+func (m *gmodel) logf(format string, args ...any) {
+	m.log = append(m.log, fmt.Sprintf(format, args...))
+}
 
 func (m *gmodel) fatalf(format string, args ...any) {
 	m.t.Helper()
