@@ -100,10 +100,14 @@ func New(name string, limits Resources, opts ...Option) *Controller {
 }
 
 // unlock releases mu, then runs what was deferred while holding it.
-func (c *Controller) unlock() {
-	run := c.mu.after
-	c.mu.after = nil
-	c.mu.Unlock()
+func (c *Controller) unlock() { c.mu.unlock() }
+
+// unlock releases l, then runs what was deferred while holding it (by any
+// controller sharing l).
+func (l *lock) unlock() {
+	run := l.after
+	l.after = nil
+	l.Unlock()
 	for _, f := range run {
 		f()
 	}

@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"fmt"
 	"math/bits"
 	"slices"
 )
@@ -59,7 +60,7 @@ func NewGroup(name string, total Resources, opts ...GroupOption) *Group {
 }
 
 func (g *Group) panicf(format string, args ...any) {
-	(&Controller{name: g.name}).panicf("group: "+format, args...)
+	panic(fmt.Sprintf("admission %q: group: ", g.name) + fmt.Sprintf(format, args...))
 }
 
 // Add creates a member controller named name with the given shares and options,
@@ -138,9 +139,8 @@ func (g *Group) Remove(c *Controller) {
 	g.resplitLocked()
 }
 
-// unlock releases the group's lock and runs the deferred work, as
-// Controller.unlock does.
-func (g *Group) unlock() { (&Controller{mu: g.mu}).unlock() }
+// unlock releases the group's lock and runs the deferred work.
+func (g *Group) unlock() { g.mu.unlock() }
 
 // dropLocked removes a drained, removed member. It builds a new slice, so that a
 // loop over the old one (maybeAdmitLocked) is not disturbed.
