@@ -30,6 +30,10 @@ type Group struct {
 	seq     uint64        // arrival order of the members' queued requests (waiter.seq)
 }
 
+// MaxShares is the most shares a member may have. With shares in [1, MaxShares]
+// the group's sum of shares cannot overflow.
+const MaxShares = 1 << 32
+
 // A GroupOption configures a Group at construction.
 type GroupOption func(*Group)
 
@@ -65,12 +69,12 @@ func (g *Group) panicf(format string, args ...any) {
 
 // Add creates a member controller named name with the given shares and options,
 // and re-splits the memory: every member's memory limit becomes its share. The
-// member keeps whatever its permits hold; a member left over its new share admits
-// nothing more until it is back under it (or can borrow). Add panics if shares is
-// less than 1 or an option is invalid.
+// members keep whatever their permits hold; a member left over its new share
+// admits nothing more until it is back under it (or can borrow). Add panics if
+// shares is outside [1, MaxShares] or an option is invalid.
 func (g *Group) Add(name string, shares int64, opts ...Option) *Controller {
-	if shares < 1 {
-		g.panicf("Add(%q, %d): shares must be at least 1", name, shares)
+	if shares < 1 || shares > MaxShares {
+		g.panicf("Add(%q, %d): shares must be between 1 and MaxShares", name, shares)
 	}
 	c := New(name, Resources{}, opts...)
 	c.mu = g.mu // before anyone else can see c
@@ -87,13 +91,13 @@ func (g *Group) Add(name string, shares int64, opts ...Option) *Controller {
 // taking anything back: members over their new share admit nothing more until
 // they are back under it (or can borrow), and members whose share grew admit the
 // waiters that now fit. It panics if c is not a member of g, was removed, or
-// shares is less than 1.
+// shares is outside [1, MaxShares].
 func (g *Group) SetShares(c *Controller, shares int64) {
 	if c.group != g {
 		g.panicf("SetShares(%q, %d): not a member", c.name, shares)
 	}
-	if shares < 1 {
-		g.panicf("SetShares(%q, %d): shares must be at least 1", c.name, shares)
+	if shares < 1 || shares > MaxShares {
+		g.panicf("SetShares(%q, %d): shares must be between 1 and MaxShares", c.name, shares)
 	}
 	g.mu.Lock()
 	if c.removed {
@@ -148,6 +152,16 @@ func (g *Group) dropLocked(c *Controller) {
 	g.members = slices.DeleteFunc(slices.Clone(g.members), func(m *Controller) bool { return m == c })
 }
 
+// poolSizeLocked is the pool's fraction of the total, rounded down, before the
+// leftovers of the split are added to it.
+func (g *Group) poolSizeLocked() int64 {
+	f := g.poolFrac * float64(g.total.Memory)
+	if f >= float64(g.total.Memory) {
+		return g.total.Memory // also where converting f back would overflow int64
+	}
+	return int64(f)
+}
+
 // resplitLocked gives every member its share of the memory outside the pool, in
 // proportion to its shares (rounded down; what rounding leaves goes to the pool,
 // so the shares and the pool add up to the total exactly), and each the group's
@@ -157,7 +171,7 @@ func (g *Group) resplitLocked() {
 	for _, m := range g.members {
 		sum += uint64(m.shares)
 	}
-	rest := g.total.Memory - int64(g.poolFrac*float64(g.total.Memory))
+	rest := g.total.Memory - g.poolSizeLocked()
 	given := int64(0)
 	for _, m := range g.members {
 		share := int64(0)

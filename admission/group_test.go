@@ -3,6 +3,7 @@ package admission_test
 import (
 	"context"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -63,6 +64,31 @@ func TestGroup_RoundingLeftoversGoToThePool(t *testing.T) {
 		assert.Equal(t, int64(30), m.Limits.Memory)
 	}
 	checkSplit(t, g)
+}
+
+func TestGroup_SplitAddsUpAtTheEdgesOfTheRange(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		total  int64
+		frac   float64
+		shares []int64
+	}{
+		{"zero memory", 0, 0.5, []int64{1, 2}},
+		{"all pool", 100, 1, []int64{1, 1}},
+		{"largest total, all pool", math.MaxInt64, 1, []int64{1, 3}},
+		{"largest total and shares", math.MaxInt64, 0.3, []int64{admission.MaxShares, admission.MaxShares, 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := admission.NewGroup("g", limits(1, tc.total), admission.WithSharedPool(tc.frac))
+			for i, s := range tc.shares {
+				g.Add(string(rune('a'+i)), s)
+			}
+			checkSplit(t, g)
+			if tc.frac == 1 {
+				assert.Equal(t, tc.total, g.Stats().Pool)
+			}
+		})
+	}
 }
 
 func TestGroup_EachMemberIsBoundedByItsShareWithoutAPool(t *testing.T) {
@@ -476,6 +502,8 @@ func TestGroup_PanicsOnInvalidArguments(t *testing.T) {
 		"negative total":        func() { admission.NewGroup("g", limits(-1, 10)) },
 		"pool below zero":       func() { admission.NewGroup("g", limits(1, 10), admission.WithSharedPool(-0.1)) },
 		"pool above one":        func() { admission.NewGroup("g", limits(1, 10), admission.WithSharedPool(1.5)) },
+		"pool not a number":     func() { admission.NewGroup("g", limits(1, 10), admission.WithSharedPool(math.NaN())) },
+		"shares past MaxShares": func() { g.Add("z", admission.MaxShares+1) },
 		"zero shares":           func() { g.Add("z", 0) },
 		"SetShares to zero":     func() { g.SetShares(a, 0) },
 		"SetShares non-member":  func() { g.SetShares(other, 1) },
