@@ -64,15 +64,12 @@ func (g *Group) claimsLocked(m *Controller, w *waiter) bool {
 }
 
 // beforeLocked reports whether a's request arrived at seqA ranks before b's
-// arrived at seqB: a borrows less per share, or as much and arrived first.
+// arrived at seqB: a borrows less per share, or as much and arrived first. Both
+// have shares: a removed member is closed, so it has no request to rank.
 func (g *Group) beforeLocked(a *Controller, seqA uint64, b *Controller, seqB uint64) bool {
-	// Compare borrowed(a)/shares(a) with borrowed(b)/shares(b) by cross
-	// multiplication; a removed member (shares 0) ranks last.
+	// borrowed(a)/shares(a) against borrowed(b)/shares(b), cross-multiplied.
 	ra, rb := float64(a.borrowedLocked())*float64(b.shares), float64(b.borrowedLocked())*float64(a.shares)
-	switch {
-	case a.shares == 0 || b.shares == 0:
-		return b.shares == 0 && a.shares > 0 || a.shares == b.shares && seqA < seqB
-	case ra != rb:
+	if ra != rb {
 		return ra < rb
 	}
 	return seqA < seqB

@@ -336,6 +336,29 @@ func TestGroup_ReleasingToThePoolWakesEveryWaiterItCanAdmitAcrossMembers(t *test
 	})
 }
 
+func TestGroup_EvictsParkedPermitsWhenThatLetsARequestBorrowTheRest(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// 100: pool 20, shares 40 and 40.
+		g := admission.NewGroup("g", limits(10, 100), admission.WithSharedPool(0.2))
+		a := g.Add("a", 1)
+		g.Add("b", 1)
+		idle := mustAcquire(t, a, "idle", 30)
+		v := &closer{}
+		park(t, a, idle, v)
+		busy := mustAcquire(t, a, "busy", 20) // 50 held: 10 borrowed
+		// 25 more: not from 10 left in the pool; evicting idle leaves 20 of the
+		// share, and the pool has the other 5.
+		p := mustAcquire(t, a, "more", 25)
+		assert.True(t, v.closed.Load(), "the parked permit was evicted")
+		assert.Equal(t, admission.Evicted, idle.State())
+		assert.Equal(t, int64(5), g.Stats().Borrowed)
+		for _, q := range []*admission.Permit{p, busy, idle} {
+			q.Release()
+		}
+		assert.Zero(t, g.Stats().Borrowed)
+	})
+}
+
 func TestGroup_ZeroSharedPoolLendsNothing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := admission.NewGroup("g", limits(10, 100), admission.WithSharedPool(0))
