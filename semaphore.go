@@ -33,7 +33,6 @@ type Semaphore struct {
 	capacity  atomic.Int64               // total units; written only under mu (see Resize)
 	waiters   atomic.Int64               // length of the wait list; written only under mu
 	broken    atomic.Pointer[breakState] // nil until Break; set once, under mu
-	granted   atomic.Uint64              // waits that ended granted
 	timedOut  atomic.Uint64              // calls that failed on a deadline
 	cancelled atomic.Uint64              // waits whose context was cancelled
 	rejected  atomic.Uint64              // calls refused: too large or queue full
@@ -42,7 +41,9 @@ type Semaphore struct {
 	mu sync.Mutex
 	// Guarded by mu.
 	head, tail *waiter       // the wait list, oldest first; see waitlist.go
+	cond       sync.Cond     // plain waiters park here; Wait and Signal only under mu (see waitlist.go)
 	immediate  uint64        // grants without waiting, apart from those still in the state word's counter
+	granted    uint64        // grants to waiters, counted when made; one handed on after a cancellation is taken back
 	queued     uint64        // calls that joined the wait list
 	drained    chan struct{} // closed when every unit is back; non-nil while a Drain waits
 	drainers   int           // Drain calls waiting on drained
@@ -61,6 +62,7 @@ func New(capacity int64, opts ...Option) *Semaphore {
 		o(&c)
 	}
 	s := &Semaphore{name: c.name, maxWaiters: c.maxWaiters}
+	s.cond.L = (*condLocker)(s)
 	if capacity < 0 || capacity > MaxUnits {
 		s.panicf("New(%d): capacity must be between 0 and %d", capacity, int64(MaxUnits))
 	}
@@ -254,7 +256,7 @@ func (s *Semaphore) Resize(capacity int64) {
 	var woken wakeList
 	for w := s.head; w != nil; {
 		next := w.next
-		if w.n > capacity {
+		if w.n.Load() > capacity {
 			s.rejected.Add(1)
 			s.settleLocked(w, settledTooLarge, &woken)
 		}

@@ -30,7 +30,7 @@ type Stats struct {
 func (s *Semaphore) Stats() Stats {
 	s.mu.Lock()
 	immediate := s.immediate + uint64(s.state.Load()&countMask)>>countShift
-	queued := s.queued
+	queued, granted := s.queued, s.granted
 	s.mu.Unlock()
 	return Stats{
 		Name:                s.name,
@@ -38,7 +38,7 @@ func (s *Semaphore) Stats() Stats {
 		Available:           s.Available(),
 		Waiters:             s.Waiters(),
 		Broken:              s.broken.Load() != nil,
-		Acquired:            immediate + s.granted.Load(),
+		Acquired:            immediate + granted,
 		AcquiredImmediately: immediate,
 		Queued:              queued,
 		TimedOut:            s.timedOut.Load(),
