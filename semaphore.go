@@ -144,19 +144,22 @@ func (s *Semaphore) tryAcquireSlow(n int64) bool {
 // protect a caller from that. On a broken semaphore Release never panics for
 // releasing too much; it counts the units returned, for Drain.
 func (s *Semaphore) Release(n int64) {
-	st := s.state.Load()
-	// n <= out (capacity - available), as one unsigned comparison that also sends
-	// a negative n to releaseSlow. See "Over-release" in state.go.
-	if st&flagsAll == 0 && uint64(n) <= uint64(s.capacity.Load()-st>>unitShift) &&
-		s.state.CompareAndSwap(st, st+n<<unitShift) {
-		return
+	for {
+		st := s.state.Load()
+		// n <= out (capacity - available), as one unsigned comparison that also
+		// sends a negative n to releaseSlow. See "Over-release" in state.go.
+		if st&flagsAll != 0 || uint64(n) > uint64(s.capacity.Load()-st>>unitShift) {
+			break
+		}
+		if s.state.CompareAndSwap(st, st+n<<unitShift) {
+			return
+		}
 	}
 	s.releaseSlow(n)
 }
 
-// releaseSlow finishes a Release that found a flag set, lost a race for the word,
-// or would release more than is out; it decides under mu, where the capacity is
-// stable.
+// releaseSlow finishes a Release that found a flag set or would release more than
+// is out; it decides under mu, where the capacity is stable.
 func (s *Semaphore) releaseSlow(n int64) {
 	if n < 0 {
 		s.panicf("Release(%d): negative units", n)
