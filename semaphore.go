@@ -50,7 +50,8 @@ type Semaphore struct {
 
 	// Fixed after New.
 	name       string
-	maxWaiters int // from WithMaxWaiters; -1 means unbounded
+	label      string // names the semaphore in messages; see labelOf
+	maxWaiters int    // from WithMaxWaiters; -1 means unbounded
 }
 
 // New returns a semaphore with the given capacity, all of it available.
@@ -63,6 +64,7 @@ func New(capacity int64, opts ...Option) *Semaphore {
 	}
 	s := &Semaphore{name: c.name, maxWaiters: c.maxWaiters}
 	s.cond.L = (*condLocker)(s)
+	s.label = labelOf(s)
 	if capacity < 0 || capacity > MaxUnits {
 		s.panicf("New(%d): capacity must be between 0 and %d", capacity, int64(MaxUnits))
 	}
@@ -294,7 +296,7 @@ func (s *Semaphore) Name() string { return s.name }
 // String describes the semaphore for logs, for example
 // `semaphore "db-conns" (3 of 10 units available, 0 waiting)`.
 func (s *Semaphore) String() string {
-	str := fmt.Sprintf("%s (%s, %d waiting)", s.label(), s.availability(), s.Waiters())
+	str := fmt.Sprintf("%s (%s, %d waiting)", s.label, s.availability(), s.Waiters())
 	if b := s.broken.Load(); b != nil {
 		str += ", broken"
 		if b.cause != nil {
