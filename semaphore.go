@@ -137,7 +137,8 @@ func (s *Semaphore) tryAcquireSlow(n int64) bool {
 // Release returns n units and grants waiters, in FIFO order, as far as they fit.
 // The grants happen directly on the caller's goroutine: Release never starts a
 // goroutine, never blocks on a waiter and never runs waiter code; a granted waiter
-// resumes on its own goroutine. When nobody waits, Release takes no lock.
+// resumes on its own goroutine. When nobody waits (in Acquire or in Drain), Release
+// takes no lock.
 //
 // Release panics if n is negative, or if it would make more units available than
 // the capacity ("released more than held"). That check is exact, but it can only
