@@ -69,9 +69,8 @@ const (
 	unitShift = 18
 )
 
-// MaxUnits is the largest capacity, request, release or Consume a Semaphore accepts:
-// 2^44-1, about 17.6 TB when units are bytes. Debt from Consume is limited to
-// MaxUnits too.
+// MaxUnits is the largest capacity, request or Consume a Semaphore accepts: 2^44-1,
+// about 17.6 TB when units are bytes. Debt from Consume is limited to MaxUnits too.
 const MaxUnits = 1<<44 - 1
 
 // units returns the units field of a state word.
