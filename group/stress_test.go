@@ -106,4 +106,3 @@ func TestStress_WeightsCancellationsErrorsAndPanics(t *testing.T) {
 		assert.Zero(t, sem.Waiters())
 	}
 }
-
