@@ -289,3 +289,16 @@ func TestInvalidArguments_Panic(t *testing.T) {
 	assert.Panics(t, func() { g.TryGo(-1, func() error { return nil }) })
 	assert.NoError(t, g.Wait(), "the panics left nothing behind")
 }
+
+func TestWait_RepanicsTheFirstPanic(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := group.New(semaphore.New(2))
+		require.NoError(t, g.Go(t.Context(), 1, func() error { panic("first") }))
+		synctest.Wait()
+		require.NoError(t, g.Go(t.Context(), 1, func() error { panic("second") }))
+		defer func() {
+			assert.Equal(t, "first", recover().(*group.PanicError).Value)
+		}()
+		_ = g.Wait()
+	})
+}

@@ -393,3 +393,13 @@ func TestAcquire_CancelledHeadGrantsZeroWaitersEvenWithNoUnitFree(t *testing.T) 
 		s.Release(2)
 	})
 }
+
+// Releasing far more than the size must panic, not carry the core's count past
+// its range and lose the units.
+func TestRelease_FarMoreThanTheSizePanicsAndChangesNothing(t *testing.T) {
+	const size = 1<<44 - 1 // the largest size counted unit for unit
+	s := semaphore.NewWeighted(size)
+	assert.PanicsWithValue(t, "semaphore: Release(35184372088831): released more than held (size 17592186044415)",
+		func() { s.Release(1<<45 - 1) })
+	assert.True(t, s.TryAcquire(size), "every unit is still free")
+}
