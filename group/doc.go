@@ -32,6 +32,12 @@
 //     carrying the value and the task's stack, as conc's pool does. errgroup
 //     (x/sync v0.19) lets the panic crash the program on the task's goroutine.
 //     A task that calls runtime.Goexit ends without error.
+//   - Wait returns the first error, as errgroup does; conc's ErrorPool joins
+//     every error unless told WithFirstError. Cancel-on-first-error is
+//     WithContext, as in errgroup (conc: WithCancelOnError).
+//   - Each task gets a new goroutine, as with errgroup; conc's pool keeps up to
+//     its limit of worker goroutines and reuses them. A weighted limit has no
+//     fixed number of workers to keep.
 //   - Wait also waits for Go calls still waiting for their units, since each
 //     may yet start a task. As with errgroup, the first Go must happen before
 //     Wait, and a Group should not be reused after Wait for unrelated work.
