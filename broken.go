@@ -3,8 +3,10 @@ package semaphore
 // breakState is what Break leaves behind: the error Err returns, and the cause that
 // every failed call wraps.
 type breakState struct {
-	err   error // matches ErrBroken and cause
-	cause error // the error passed to Break; may be nil
+	err     error   // what Err returns: matches ErrBroken and cause
+	cause   error   // the error passed to Break; may be nil
+	why     string  // "broken" or "broken: " + the cause's text, for every failed call's message
+	matches []error // ErrBroken and the cause, shared by every failed call's error
 }
 
 // Break puts the semaphore in the broken state, for shutdown or when the state the
@@ -22,11 +24,15 @@ func (s *Semaphore) Break(err error) {
 		s.mu.Unlock()
 		return
 	}
-	b := &breakState{cause: err}
+	b := &breakState{cause: err, why: "broken", matches: []error{ErrBroken}}
+	if err != nil {
+		b.why += ": " + err.Error()
+		b.matches = append(b.matches, err)
+	}
+	b.err = &opError{s: s, why: b.why, matches: b.matches}
 	// Store the state before the flag: a lock-free path that sees the flag reads
-	// the cause next, and the atomics order the two.
+	// the state next, and the atomics order the two.
 	s.broken.Store(b)
-	b.err = s.brokenError("broken")
 	s.state.Or(flagBroken)
 	var woken wakeList
 	for s.head != nil {

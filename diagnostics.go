@@ -27,7 +27,7 @@ import (
 func (s *Semaphore) Diagnostics(maxLines int) string {
 	snap := s.snapshot()
 	var b strings.Builder
-	b.WriteString(s.label())
+	b.WriteString(s.label)
 	b.WriteString(": ")
 	b.WriteString(snap.headline())
 	b.WriteByte('\n')
@@ -72,8 +72,9 @@ func (s *Semaphore) snapshot() snapshot {
 	st := s.state.Load()
 	snap.capacity, snap.avail, snap.broken = s.capacity.Load(), unitsOf(st), s.broken.Load()
 	for w := s.head; w != nil; w = w.next {
-		snap.waiters = append(snap.waiters, waiterRow{n: w.n, since: w.since})
-		snap.waitUnits += w.n
+		n := w.n.Load()
+		snap.waiters = append(snap.waiters, waiterRow{n: n, since: w.since})
+		snap.waitUnits += n
 	}
 	if d := s.diag; d != nil {
 		// Lock order: s.mu, then d.mu. Holder updates take d.mu alone.

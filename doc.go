@@ -114,12 +114,14 @@
 //
 // # Cost
 //
-// TryAcquire, and Acquire and Release when nobody waits, are one atomic operation
+// TryAcquire, and Acquire and Release when nobody waits, are one compare-and-swap
 // each and take no lock. A call that has to wait costs a pooled wait-list node and
-// no allocation with a context that cannot be cancelled, one allocation (the timer)
-// with AcquireTimeout, and one (the channel it selects on) with a cancellable
-// context. The semaphore never starts a goroutine; AcquireTimeout's deadline runs on
-// the runtime's timer goroutine.
+// no allocation with a context that cannot be cancelled (it parks on the
+// semaphore's one sync.Cond), one allocation (the timer) with AcquireTimeout, and
+// one (the channel it selects on) with a cancellable context. The semaphore never
+// starts a goroutine; AcquireTimeout's deadline runs on the runtime's timer
+// goroutine. Stats.WaitTime is exact: a call that waits reads the monotonic clock
+// twice, when it joins the list and when it wakes.
 //
 // # Testing with testing/synctest
 //

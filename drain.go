@@ -90,5 +90,5 @@ func (s *Semaphore) errDrain(ctx context.Context, out int64) error {
 		what += ": " + cause.Error()
 		matches = append(matches, cause)
 	}
-	return s.fail(what, matches...)
+	return &opError{s: s, why: what, matches: matches}
 }

@@ -311,3 +311,18 @@ func TestUnits_ConcurrentStormKeepsExactTotals(t *testing.T) {
 	s.Release(detached.Load())
 	assert.Equal(t, int64(capacity), s.Available())
 }
+
+// Messages count in the singular for one: "1 waiter", "1 unit available".
+func TestErrors_SayOneInTheSingular(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := semaphore.New(1, semaphore.WithName("one"))
+		require.True(t, s.TryAcquire(1))
+		queue(context.Background(), s, 1)
+		err := s.AcquireTimeout(time.Second, 1)
+		assert.Equal(t, `semaphore "one": acquire 1 unit: timed out after 1s, queued behind 1 waiter (0 of 1 unit available)`, err.Error())
+		s.Release(1)
+		synctest.Wait()
+		s.Release(1)
+		assert.Equal(t, `semaphore "one" (1 of 1 unit available, 0 waiting)`, s.String())
+	})
+}

@@ -32,25 +32,37 @@ var (
 	ErrDifferentSemaphore = errors.New("semaphore: units belong to a different semaphore")
 )
 
-// opError is the one error type of the package: the complete message, written when
-// the error is made, and the errors it matches (a sentinel, and the context's error
-// and cause, or the error passed to Break).
+// opError is the one error type of the package. Its message reads
+// `semaphore "NAME": OP N units: WHY`, or `semaphore "NAME": WHY` when there is no
+// op, and it matches the sentinel and, where they apply, the context's error and
+// cause or the error passed to Break. The message is put together when Error is
+// called, from parts made when the error is made: Break fails every waiter at
+// once, and each then costs one small allocation instead of a formatted string.
 type opError struct {
-	msg     string
+	s       *Semaphore
+	op      string // "acquire", or the Units method; "" when the message is the semaphore and why
+	n       int64  // units asked for by op
+	why     string
 	matches []error
 }
 
-func (e *opError) Error() string   { return e.msg }
-func (e *opError) Unwrap() []error { return e.matches }
-
-// fail makes an error whose message is the semaphore's label, ": ", then what.
-func (s *Semaphore) fail(what string, matches ...error) error {
-	return &opError{msg: s.label() + ": " + what, matches: matches}
+func (e *opError) Error() string {
+	if e.op == "" {
+		return e.s.label + ": " + e.why
+	}
+	return e.s.label + ": " + e.op + " " + count(e.n, "unit") + ": " + e.why
 }
 
-// label names the semaphore in messages: its name, or its address when unnamed so
-// that log lines about one semaphore can still be told apart from another's.
-func (s *Semaphore) label() string {
+func (e *opError) Unwrap() []error { return e.matches }
+
+// fail makes an error of the acquire of n units.
+func (s *Semaphore) fail(n int64, why string, matches ...error) error {
+	return &opError{s: s, op: "acquire", n: n, why: why, matches: matches}
+}
+
+// labelOf names the semaphore in messages: its name, or its address when unnamed
+// so that log lines about one semaphore can still be told apart from another's.
+func labelOf(s *Semaphore) string {
 	if s.name != "" {
 		return "semaphore " + strconv.Quote(s.name)
 	}
@@ -59,7 +71,7 @@ func (s *Semaphore) label() string {
 
 // panicf reports a programmer error: the message names the semaphore and the value.
 func (s *Semaphore) panicf(format string, args ...any) {
-	panic(s.label() + ": " + fmt.Sprintf(format, args...))
+	panic(s.label + ": " + fmt.Sprintf(format, args...))
 }
 
 // count writes n of a noun, in the singular for one: "1 unit", "3 waiters".
@@ -81,32 +93,22 @@ func (s *Semaphore) availability() string {
 	return strconv.FormatInt(s.Available(), 10) + " of " + strconv.FormatInt(capacity, 10) + unit + " available"
 }
 
-func acquiring(n int64) string { return "acquire " + count(n, "unit") + ": " }
-
 func (s *Semaphore) errTooLarge(n, capacity int64) error {
-	return s.fail(acquiring(n)+"more than the capacity of "+strconv.FormatInt(capacity, 10), ErrTooLarge)
+	return s.fail(n, "more than the capacity of "+strconv.FormatInt(capacity, 10), ErrTooLarge)
 }
 
 func (s *Semaphore) errResized(n int64) error {
-	return s.fail(acquiring(n)+"the capacity was reduced to "+strconv.FormatInt(s.Capacity(), 10)+" while waiting", ErrTooLarge)
+	return s.fail(n, "the capacity was reduced to "+strconv.FormatInt(s.Capacity(), 10)+" while waiting", ErrTooLarge)
 }
 
 func (s *Semaphore) errQueueFull(n int64, waiters int) error {
-	return s.fail(acquiring(n)+"wait queue full ("+count(int64(waiters), "waiter")+")", ErrQueueFull)
+	return s.fail(n, "wait queue full ("+count(int64(waiters), "waiter")+")", ErrQueueFull)
 }
 
+// errBroken is the failure of an acquire after Break; its parts were made by Break.
 func (s *Semaphore) errBroken(n int64) error {
-	return s.brokenError(acquiring(n) + "broken")
-}
-
-// brokenError is what after Break fails: its message ends with the cause, and it
-// matches ErrBroken and the cause.
-func (s *Semaphore) brokenError(what string) error {
 	b := s.broken.Load()
-	if b.cause == nil {
-		return s.fail(what, ErrBroken)
-	}
-	return s.fail(what+": "+b.cause.Error(), ErrBroken, b.cause)
+	return &opError{s: s, op: "acquire", n: n, why: b.why, matches: b.matches}
 }
 
 // waitReport describes how a failed call waited, for its error message.
@@ -123,11 +125,11 @@ func (r waitReport) String() string {
 // errTimeout is AcquireTimeout's failure. It matches context.DeadlineExceeded too,
 // so callers that treat both acquire forms alike need one check.
 func (s *Semaphore) errTimeout(n int64, d time.Duration, r waitReport) error {
-	what := acquiring(n) + "not available at once and the timeout is " + d.String()
+	why := "not available at once and the timeout is " + d.String()
 	if r.queued {
-		what = acquiring(n) + "timed out " + r.String()
+		why = "timed out " + r.String()
 	}
-	return s.fail(what+" ("+s.availability()+")", ErrTimedOut, context.DeadlineExceeded)
+	return s.fail(n, why+" ("+s.availability()+")", ErrTimedOut, context.DeadlineExceeded)
 }
 
 // errContext is Acquire's failure when ctx ends first. It matches ctx.Err() and
@@ -135,9 +137,9 @@ func (s *Semaphore) errTimeout(n int64, d time.Duration, r waitReport) error {
 func (s *Semaphore) errContext(ctx context.Context, n int64, r waitReport) error {
 	err, cause := ctx.Err(), context.Cause(ctx)
 	matches := []error{err}
-	what := acquiring(n) + "canceled"
+	what := "canceled"
 	if errors.Is(err, context.DeadlineExceeded) {
-		what = acquiring(n) + "timed out"
+		what = "timed out"
 		matches = append(matches, ErrTimedOut)
 	}
 	if r.queued {
@@ -150,7 +152,7 @@ func (s *Semaphore) errContext(ctx context.Context, n int64, r waitReport) error
 		what += ": " + cause.Error()
 		matches = append(matches, cause)
 	}
-	return s.fail(what, matches...)
+	return s.fail(n, what, matches...)
 }
 
 // roundWait keeps durations in messages readable: 1.5s, 120ms, 35µs.

@@ -33,7 +33,6 @@ type Semaphore struct {
 	capacity  atomic.Int64               // total units; written only under mu (see Resize)
 	waiters   atomic.Int64               // length of the wait list; written only under mu
 	broken    atomic.Pointer[breakState] // nil until Break; set once, under mu
-	granted   atomic.Uint64              // waits that ended granted
 	timedOut  atomic.Uint64              // calls that failed on a deadline
 	cancelled atomic.Uint64              // waits whose context was cancelled
 	rejected  atomic.Uint64              // calls refused: too large or queue full
@@ -42,13 +41,16 @@ type Semaphore struct {
 	mu sync.Mutex
 	// Guarded by mu.
 	head, tail *waiter       // the wait list, oldest first; see waitlist.go
+	cond       sync.Cond     // plain waiters park here; Wait and Signal only under mu (see waitlist.go)
 	immediate  uint64        // grants without waiting, apart from those still in the state word's counter
+	granted    uint64        // grants to waiters, counted when made; one handed on after a cancellation is taken back
 	queued     uint64        // calls that joined the wait list
 	drained    chan struct{} // closed when every unit is back; non-nil while a Drain waits
 	drainers   int           // Drain calls waiting on drained
 
 	// Fixed after New.
 	name       string
+	label      string       // names the semaphore in messages; see labelOf
 	maxWaiters int          // from WithMaxWaiters; -1 means unbounded
 	observer   Observer     // from WithObserver; nil: none
 	diag       *diagnostics // holder tracking, leak detection, watchdog; nil: off
@@ -63,6 +65,8 @@ func New(capacity int64, opts ...Option) *Semaphore {
 		o(&c)
 	}
 	s := &Semaphore{name: c.name, maxWaiters: c.maxWaiters, observer: c.observer}
+	s.cond.L = (*condLocker)(s)
+	s.label = labelOf(s)
 	if capacity < 0 || capacity > MaxUnits {
 		s.panicf("New(%d): capacity must be between 0 and %d", capacity, int64(MaxUnits))
 	}
@@ -136,7 +140,8 @@ func (s *Semaphore) tryAcquireSlow(n int64) bool {
 // Release returns n units and grants waiters, in FIFO order, as far as they fit.
 // The grants happen directly on the caller's goroutine: Release never starts a
 // goroutine, never blocks on a waiter and never runs waiter code; a granted waiter
-// resumes on its own goroutine. When nobody waits, Release takes no lock.
+// resumes on its own goroutine. When nobody waits (in Acquire or in Drain), Release
+// takes no lock.
 //
 // Release panics if n is negative, or if it would make more units available than
 // the capacity ("released more than held"). That check is exact, but it can only
@@ -145,19 +150,22 @@ func (s *Semaphore) tryAcquireSlow(n int64) bool {
 // protect a caller from that. On a broken semaphore Release never panics for
 // releasing too much; it counts the units returned, for Drain.
 func (s *Semaphore) Release(n int64) {
-	st := s.state.Load()
-	// n <= out (capacity - available), as one unsigned comparison that also sends
-	// a negative n to releaseSlow. See "Over-release" in state.go.
-	if st&flagsAll == 0 && uint64(n) <= uint64(s.capacity.Load()-st>>unitShift) &&
-		s.state.CompareAndSwap(st, st+n<<unitShift) {
-		return
+	for {
+		st := s.state.Load()
+		// n <= out (capacity - available), as one unsigned comparison that also
+		// sends a negative n to releaseSlow. See "Over-release" in state.go.
+		if st&flagsAll != 0 || uint64(n) > uint64(s.capacity.Load()-st>>unitShift) {
+			break
+		}
+		if s.state.CompareAndSwap(st, st+n<<unitShift) {
+			return
+		}
 	}
 	s.releaseSlow(n)
 }
 
-// releaseSlow finishes a Release that found a flag set, lost a race for the word,
-// or would release more than is out; it decides under mu, where the capacity is
-// stable.
+// releaseSlow finishes a Release that found a flag set or would release more than
+// is out; it decides under mu, where the capacity is stable.
 func (s *Semaphore) releaseSlow(n int64) {
 	if n < 0 {
 		s.panicf("Release(%d): negative units", n)
@@ -257,7 +265,7 @@ func (s *Semaphore) Resize(capacity int64) {
 	var woken wakeList
 	for w := s.head; w != nil; {
 		next := w.next
-		if w.n > capacity {
+		if w.n.Load() > capacity {
 			s.rejected.Add(1)
 			s.settleLocked(w, settledTooLarge, &woken)
 		}
@@ -292,7 +300,7 @@ func (s *Semaphore) Name() string { return s.name }
 // String describes the semaphore for logs, for example
 // `semaphore "db-conns" (3 of 10 units available, 0 waiting)`.
 func (s *Semaphore) String() string {
-	str := fmt.Sprintf("%s (%s, %d waiting)", s.label(), s.availability(), s.Waiters())
+	str := fmt.Sprintf("%s (%s, %d waiting)", s.label, s.availability(), s.Waiters())
 	if b := s.broken.Load(); b != nil {
 		str += ", broken"
 		if b.cause != nil {

@@ -1,5 +1,7 @@
 package semaphore
 
+import "runtime"
+
 // The state word packs the units available now with a grant counter and three
 // flags, so that each uncontended call is one atomic operation and takes no lock:
 //
@@ -67,9 +69,8 @@ const (
 	unitShift = 18
 )
 
-// MaxUnits is the largest capacity, request, release or Consume a Semaphore accepts:
-// 2^44-1, about 17.6 TB when units are bytes. Debt from Consume is limited to
-// MaxUnits too.
+// MaxUnits is the largest capacity, request or Consume a Semaphore accepts: 2^44-1,
+// about 17.6 TB when units are bytes. Debt from Consume is limited to MaxUnits too.
 const MaxUnits = 1<<44 - 1
 
 // units returns the units field of a state word.
@@ -88,6 +89,7 @@ func (s *Semaphore) tryAcquire(n int64) bool {
 // word, and folds the grant counter when it is full. It reports false as soon as
 // the units are not available, someone waits, or the semaphore is broken.
 func (s *Semaphore) acquireLockFree(n int64) bool {
+	backoff := 1
 	for {
 		st := s.state.Load()
 		if st&(flagWaiting|flagBroken) != 0 || st>>unitShift < n {
@@ -100,8 +102,20 @@ func (s *Semaphore) acquireLockFree(n int64) bool {
 		if s.state.CompareAndSwap(st, st-n<<unitShift+countOne) {
 			return true
 		}
+		// Another goroutine changed the word between our load and swap: the
+		// cache line is contended. Stepping aside, longer after each failure,
+		// lets the others run a burst of acquire/release pairs with the line
+		// local, and lets holders release before this call gives up and queues
+		// (once one call queues, every later one queues behind it).
+		for range backoff {
+			runtime.Gosched()
+		}
+		backoff = min(2*backoff, maxBackoff)
 	}
 }
+
+// maxBackoff caps the number of scheduler yields after a failed swap.
+const maxBackoff = 8
 
 // fold moves the state word's grant counter into s.immediate.
 func (s *Semaphore) fold() {

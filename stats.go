@@ -4,10 +4,10 @@ import "time"
 
 // Stats is a snapshot of a semaphore's state and counters. The counters only grow.
 // Every call that fails is counted once, under the error it returned: Rejected for
-// ErrTooLarge and ErrQueueFull at the call, TimedOut for an error matching
-// ErrTimedOut, Cancelled for a context cancelled without a deadline. A call refused
-// by a broken semaphore, or failed by a shrinking Resize while it waited, is in
-// none of the failure counters (the latter is in Queued).
+// ErrTooLarge (at the call, or when a shrinking Resize fails a waiter) and
+// ErrQueueFull, TimedOut for an error matching ErrTimedOut, Cancelled for a context
+// cancelled without a deadline. A call failed by Break is in none of the failure
+// counters: Broken says why.
 type Stats struct {
 	Name      string // from WithName
 	Capacity  int64  // as Capacity
@@ -20,7 +20,7 @@ type Stats struct {
 	Queued              uint64        // calls that joined the wait list
 	TimedOut            uint64        // calls that failed on a deadline: AcquireTimeout's, or the context's
 	Cancelled           uint64        // waits whose context was cancelled (a deadline counts as TimedOut)
-	Rejected            uint64        // calls refused at once: larger than the capacity, or queue full
+	Rejected            uint64        // calls failed with ErrTooLarge or ErrQueueFull
 	WaitTime            time.Duration // total time spent in the wait list by all waiters, granted or not
 }
 
@@ -30,7 +30,7 @@ type Stats struct {
 func (s *Semaphore) Stats() Stats {
 	s.mu.Lock()
 	immediate := s.immediate + uint64(s.state.Load()&countMask)>>countShift
-	queued := s.queued
+	queued, granted := s.queued, s.granted
 	s.mu.Unlock()
 	return Stats{
 		Name:                s.name,
@@ -38,7 +38,7 @@ func (s *Semaphore) Stats() Stats {
 		Available:           s.Available(),
 		Waiters:             s.Waiters(),
 		Broken:              s.broken.Load() != nil,
-		Acquired:            immediate + s.granted.Load(),
+		Acquired:            immediate + granted,
 		AcquiredImmediately: immediate,
 		Queued:              queued,
 		TimedOut:            s.timedOut.Load(),

@@ -141,7 +141,8 @@ func (u *Units) take(op string, n int64) error {
 	for {
 		have := atomic.LoadInt64(&u.n)
 		if have < n {
-			return u.sem.fail(op+" "+count(n, "unit")+": the units hold only "+strconv.FormatInt(have, 10), ErrInsufficientUnits)
+			return &opError{s: u.sem, op: op, n: n, why: "the units hold only " + strconv.FormatInt(have, 10),
+				matches: []error{ErrInsufficientUnits}}
 		}
 		if atomic.CompareAndSwapInt64(&u.n, have, have-n) {
 			return nil
@@ -157,7 +158,8 @@ func (u *Units) Adopt(other *Units) error {
 		return nil
 	}
 	if other.sem != u.sem {
-		return u.sem.fail("Adopt "+count(other.Count(), "unit")+" of "+other.sem.label(), ErrDifferentSemaphore)
+		return &opError{s: u.sem, why: "Adopt " + count(other.Count(), "unit") + " of " + other.sem.label,
+			matches: []error{ErrDifferentSemaphore}}
 	}
 	atomic.AddInt64(&u.n, atomic.SwapInt64(&other.n, 0))
 	return nil

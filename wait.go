@@ -52,7 +52,8 @@ func (s *Semaphore) join(n int64, mayWait bool) (w *waiter, ahead int, err error
 		}
 	}
 	w = waiterPool.Get().(*waiter)
-	w.n, w.sem = n, s
+	w.n.Store(n)
+	w.sem = s
 	ahead = s.Waiters()
 	s.pushLocked(w)
 	if s.diag != nil {
@@ -91,14 +92,36 @@ func (s *Semaphore) acquireSlow(ctx context.Context, n int64) error {
 	if done != nil {
 		return s.waitContext(ctx, w, ahead)
 	}
-	w.park.Add(1)
-	s.mu.Unlock()
+	// The plain wait, here rather than in a function of its own so that nothing
+	// stands between the park and the caller.
+	w.ch = onCond
 	start := now()
-	w.park.Wait()
-	outcome := w.n
-	w.sem = nil // a pooled node keeps no semaphore alive
+	s.cond.Wait() // takes a ticket in list order, unlocks mu, parks
+	outcome := w.n.Load()
+	if outcome >= 0 {
+		outcome = s.wokenOutOfTurn(w)
+	}
+	w.sem, w.ch = nil, nil // a pooled node keeps no semaphore alive
 	waiterPool.Put(w)
 	return s.waitEnded(outcome, n, start, ahead, ctx, 0)
+}
+
+// wokenOutOfTurn handles a plain waiter woken by a Signal meant for a waiter behind
+// it, which a Resize settled out of list order. Unless it was settled itself in the
+// meantime, it passes the Signal on and parks on its own WaitGroup until settled,
+// out of the Cond's ticket order for good. See "The Cond" in waitlist.go.
+func (s *Semaphore) wokenOutOfTurn(w *waiter) int64 {
+	s.mu.Lock()
+	if w.queued() {
+		w.ch = nil
+		w.park.Add(1)
+		s.cond.Signal()
+		s.mu.Unlock()
+		w.park.Wait()
+	} else {
+		s.mu.Unlock()
+	}
+	return w.n.Load()
 }
 
 // acquireTimeoutSlow is AcquireTimeout after its lock-free attempt.
@@ -123,7 +146,7 @@ func (s *Semaphore) acquireTimeoutSlow(d time.Duration, n int64) error {
 // waitTimer parks w until it is settled or d passes, whichever comes first. It is
 // called with mu held.
 func (s *Semaphore) waitTimer(w *waiter, d time.Duration, ahead int) error {
-	n := w.n
+	n := w.n.Load()
 	w.park.Add(1)
 	s.mu.Unlock()
 	start := now()
@@ -132,7 +155,7 @@ func (s *Semaphore) waitTimer(w *waiter, d time.Duration, ahead int) error {
 	}
 	t := time.AfterFunc(d, w.expire)
 	w.park.Wait()
-	outcome := w.n
+	outcome := w.n.Load()
 	// If the timer fired but did not settle w, onTimer may still be reading w:
 	// leave the node to the garbage collector.
 	if outcome == settledTimedOut || t.Stop() {
@@ -163,7 +186,7 @@ func (w *waiter) onTimer() {
 // waitContext waits for w to be settled or for the context to end. It is called
 // with mu held.
 func (s *Semaphore) waitContext(ctx context.Context, w *waiter, ahead int) error {
-	n := w.n
+	n := w.n.Load()
 	ch := make(chan struct{})
 	w.ch = ch
 	s.mu.Unlock()
@@ -171,7 +194,7 @@ func (s *Semaphore) waitContext(ctx context.Context, w *waiter, ahead int) error
 	var outcome int64
 	select {
 	case <-ch:
-		outcome = w.n
+		outcome = w.n.Load()
 	case <-ctx.Done():
 		outcome = s.abandon(ctx, w, n)
 	}
@@ -199,30 +222,35 @@ func (s *Semaphore) abandon(ctx context.Context, w *waiter, n int64) int64 {
 	// Settled concurrently with the cancellation; the settler closes ch right
 	// after releasing mu, and w must not be reused before it has.
 	<-w.ch
-	if w.n != settledGranted {
-		return w.n
+	if outcome := w.n.Load(); outcome != settledGranted {
+		return outcome
 	}
 	// Granted in a race with the cancellation. The caller sees its context
-	// error, so the call must not keep the units: hand them on as a Release
-	// would, which grants the waiters behind if they now fit.
+	// error, so the call must not keep the units: take the grant out of the
+	// count and hand the units on as a Release would, which grants the waiters
+	// behind if they now fit.
+	s.mu.Lock()
+	s.granted--
+	s.mu.Unlock()
 	s.Release(n)
 	return gaveUp
 }
 
-// waitEnded records a finished wait in the counters and returns what the caller
-// sees. start and the clock read here are the wait's two clock reads, so anything
-// else that wants the wait's duration takes it from here.
+// waitEnded records a finished wait and returns what the caller sees. start and
+// the clock read here are the wait's only two clock reads: whatever else wants the
+// wait's duration and outcome takes them from here. Grants were counted under mu
+// when made; failures are counted here.
 func (s *Semaphore) waitEnded(outcome, n int64, start time.Duration, ahead int, ctx context.Context, d time.Duration) error {
 	waited := now() - start
 	s.waitNanos.Add(int64(waited))
 	if s.observer != nil {
 		s.observeWait(n, outcome, waited, ahead)
 	}
+	if outcome == settledGranted {
+		return nil
+	}
 	r := waitReport{queued: true, waited: waited, ahead: ahead}
 	switch outcome {
-	case settledGranted:
-		s.granted.Add(1)
-		return nil
 	case settledTimedOut:
 		s.timedOut.Add(1)
 		if ctx == nil {

@@ -2,6 +2,7 @@ package semaphore
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -13,42 +14,79 @@ import (
 //
 //		pooled ──join──▶ queued ──settle──▶ settled ──wake──▶ back with its goroutine ──▶ pooled
 //
-//	  - queued: in the list; w.n >= 0 is the request. Only holders of mu read or write
-//	    the links and w.n.
-//	  - settled: some holder of mu (the settler) removed it from the list and wrote
+//	  - queued: in the list; w.n >= 0 is the request. Only holders of mu write the
+//	    links and w.n.
+//	  - settled: some holder of mu (the settler) removed it from the list and stored
 //	    the outcome into w.n (a negative code). Settling happens exactly once per join.
-//	  - wake: after unlocking mu, the settler wakes the waiter exactly once: it closes
-//	    w.ch for a waiter that selects on a context, or calls w.park.Done for one that
-//	    parks. The one exception is a waiter that settles itself on cancellation: it is
-//	    not asleep, so nobody wakes it.
+//	  - wake: the settler wakes the waiter exactly once, in one of three ways, by
+//	    what the waiter parks on (w.ch says which):
+//	      - onCond: a plain waiter (a context that cannot end) waits on the
+//	        semaphore's one sync.Cond, and the settler calls Signal while it still
+//	        holds mu (see below);
+//	      - nil: a timed waiter, or a plain one that left the Cond, waits on its
+//	        node's WaitGroup, and the settler calls Done after unlocking mu;
+//	      - any other channel: a context waiter selects on it, and the settler
+//	        closes it after unlocking mu.
+//	    A waiter that settles itself on cancellation or timeout is not asleep, so
+//	    nobody wakes it.
 //
-// The settler wakes waiters only after unlocking mu, so a woken waiter never
-// contends with its waker, and waking is all it does: the releaser never runs waiter
-// code. A woken waiter returns its node to the pool only when no other goroutine can
-// still reach it: after its wake, and after its timer is known not to be running.
+// Waking after unlocking means a woken waiter never contends with its waker, and
+// waking is all the settler does: it never runs waiter code. A woken waiter returns
+// its node to the pool only when no other goroutine can still reach it: after its
+// wake, and after its timer is known not to be running.
 //
-// Why a WaitGroup to park on: it is 16 bytes, costs nothing to reuse, and a goroutine
-// blocked in Wait counts as durably blocked in a testing/synctest bubble, so code
-// that waits on a Semaphore can be tested with synctest. A sync.Mutex would be
-// smaller but is not durably blocking. The WaitGroup drops its bubble association
+// The Cond. A plain waiter calls s.cond.Wait with mu held, right after join pushed
+// it: Wait takes a ticket, then unlocks mu (the Cond's Locker unlocks mu and its Lock
+// does nothing) and parks. Tickets are therefore taken in list order, and Signal
+// wakes the holder of the oldest ticket not yet woken. Grants and Break settle in
+// list order, so each Signal wakes exactly the waiter just settled; the woken waiter
+// reads its outcome atomically from w.n and does not take mu again. Signal must be
+// called under mu: its fast path reads the Cond's two ticket counters one after the
+// other, so a Signal racing a Wait and another Signal outside the lock can be lost
+// (TestAcquire_PlainWaitersNeverMissAWakeup). Resize may settle a plain waiter out of
+// list order; its Signal then wakes an older waiter that is still queued. That
+// waiter, seeing w.n >= 0, passes the Signal on under mu and parks on its own
+// WaitGroup from then on (wokenOutOfTurn), out of the ticket order, so no waiter is
+// woken out of turn twice. Counting: every settle of a Cond waiter signals once and
+// every Signal wakes one ticket; a waiter woken for another passes one Signal on,
+// unless it was settled itself before it took mu, in which case the Signal its own
+// settle made repays the one it took.
+//
+// Why a Cond and a WaitGroup to park on: a goroutine blocked in Cond.Wait or
+// WaitGroup.Wait counts as durably blocked in a testing/synctest bubble, so code
+// that waits on a Semaphore can be tested with synctest; a sync.Mutex is not. The
+// Cond has no bubble of its own, and the WaitGroup drops its bubble association
 // each time its counter returns to zero, which is what makes pooling nodes safe.
 // Timers and channels, which stay tied to the bubble that made them, are made per
-// wait and never pooled.
+// wait and never pooled. The Cond serves all plain waiters of a semaphore, so a
+// node stays 64 bytes.
 //
-// A waiter's outcome is written under mu and read by the waiter after its wake:
-// WaitGroup.Done happens before the Wait it releases returns, and closing a channel
-// happens before the receive that sees it closed.
+// A waiter's outcome is stored under mu and loaded by the waiter after its wake:
+// the Signal is made under mu after the store, WaitGroup.Done happens before the
+// Wait it releases returns, and closing a channel happens before the receive that
+// sees it closed. w.n is atomic because the Cond's Locker does not take mu on the
+// waiter's side, so the race detector would not otherwise see the ordering.
 type waiter struct {
 	// n is the request while queued (>= 0). Once settled it holds the outcome, one
 	// of the settled* codes (< 0); the waiter's goroutine keeps its own copy of n.
-	n          int64
+	n          atomic.Int64
 	next, prev *waiter
 	sem        *Semaphore     // the semaphore whose list w joined; read by onTimer
-	park       sync.WaitGroup // counter 1 while a parked waiter is queued
-	ch         chan struct{}  // closed on wake for a waiter selecting on a context; else nil
+	park       sync.WaitGroup // counter 1 while a waiter parked on it is queued
+	ch         chan struct{}  // onCond, nil (parks on park) or the context waiter's channel
 	expire     func()         // w.onTimer, bound on a node's first timed wait so later ones allocate only the timer
 	since      time.Duration  // when w joined (see now); set only with diagnostics on; guarded by mu
 }
+
+// onCond marks a waiter parked on its semaphore's Cond. It is never closed.
+var onCond = make(chan struct{})
+
+// condLocker is the Locker of Semaphore.cond: Wait is called with mu held and
+// unlocks it; the waiter does not take mu again when it wakes.
+type condLocker Semaphore
+
+func (l *condLocker) Lock()   {}
+func (l *condLocker) Unlock() { l.mu.Unlock() }
 
 // Outcomes written into waiter.n when it is settled.
 const (
@@ -59,7 +97,7 @@ const (
 	settledCancelled
 )
 
-func (w *waiter) queued() bool { return w.n >= 0 }
+func (w *waiter) queued() bool { return w.n.Load() >= 0 }
 
 // epoch anchors wait-time measurements: time.Since(epoch) is a single monotonic
 // clock read, where time.Now also reads the wall clock. Inside a synctest bubble
@@ -132,10 +170,18 @@ func (s *Semaphore) removeLocked(w *waiter) {
 	}
 }
 
-// settleLocked removes w from the list with the given outcome and queues its wake.
+// settleLocked removes w from the list with the given outcome and wakes it: at
+// once if it waits on the Cond, or after mu is released through woken.
 func (s *Semaphore) settleLocked(w *waiter, outcome int64, woken *wakeList) {
 	s.removeLocked(w)
-	w.n = outcome
+	if w.ch == onCond {
+		// The store is the last touch of w: a waiter that is awake (woken for
+		// another) may reuse w as soon as it loads the outcome.
+		w.n.Store(outcome)
+		s.cond.Signal() // under mu: see "The Cond" above
+		return
+	}
+	w.n.Store(outcome)
 	woken.push(w)
 }
 
@@ -144,7 +190,8 @@ func (s *Semaphore) settleLocked(w *waiter, outcome int64, woken *wakeList) {
 // cannot let a lock-free acquirer take them first.
 func (s *Semaphore) grantLocked(woken *wakeList) {
 	for w := s.head; w != nil; w = s.head {
-		if unitsOf(s.state.Load()) < w.n {
+		n := w.n.Load()
+		if unitsOf(s.state.Load()) < n {
 			// Strict FIFO: the head does not fit, so nobody behind it is
 			// granted either, however small. This is what keeps a large
 			// request from starving.
@@ -153,7 +200,8 @@ func (s *Semaphore) grantLocked(woken *wakeList) {
 		// Add, not CAS: with flagWaiting set only Release and Consume change
 		// the units concurrently, and either order of ours and theirs is a
 		// valid history.
-		s.state.Add(-w.n << unitShift)
+		s.state.Add(-n << unitShift)
+		s.granted++
 		s.settleLocked(w, settledGranted, woken)
 	}
 }
@@ -162,6 +210,6 @@ func (s *Semaphore) grantLocked(woken *wakeList) {
 // behind it if its leaving lets them fit (it was the head).
 func (s *Semaphore) leaveLocked(w *waiter, outcome int64, woken *wakeList) {
 	s.removeLocked(w)
-	w.n = outcome
+	w.n.Store(outcome)
 	s.grantLocked(woken)
 }

@@ -2,6 +2,7 @@ package admission
 
 import (
 	"context"
+	"math"
 	"time"
 )
 
@@ -99,14 +100,14 @@ func (c *Controller) enter(ctx context.Context, p *Permit, kind waitKind, opts [
 	// At once, if nobody is queued and the conditions allow, evicting idle
 	// permits when that is what it takes.
 	for c.queue.Len() == 0 {
-		b := c.admissionLocked(p.base)
+		b := c.admissionLocked(p.base, newcomer)
 		if b == admissible {
 			c.admitLocked(p)
 			c.stats.AdmittedImmediately++
 			c.unlock()
 			return nil
 		}
-		if !c.evictionHelpsLocked(b, p.base) {
+		if !c.evictionHelpsLocked(b, p.base, newcomer) {
 			break
 		}
 		c.evictLocked(c.inactive.Front().Value.(*Parked), EvictedForAdmission)
@@ -123,7 +124,7 @@ func (c *Controller) enter(ctx context.Context, p *Permit, kind waitKind, opts [
 		return err
 	}
 	c.stats.QueuedForAdmission++
-	switch c.admissionLocked(p.base) {
+	switch c.admissionLocked(p.base, newcomer) {
 	case blockedByCount:
 		c.stats.QueuedBecauseCount++
 	case blockedByMemory:
@@ -148,11 +149,33 @@ const (
 	blockedByCount
 	blockedByMemory
 	blockedByCPU
+	// blockedByShare: only the controller's own memory holds it back; in a group
+	// the shared pool may lend the rest (borrow.go). admissionLocked never returns
+	// it.
+	blockedByShare
 )
 
-// admissionLocked applies the admission rules, in order, to a request for base,
-// ignoring the queue.
-func (c *Controller) admissionLocked(base Resources) blocker {
+// newcomer is the arrival order of a request that has not queued: after every
+// queued one.
+const newcomer = math.MaxUint64
+
+// admissionLocked applies the admission rules, in order, to a request for base
+// that arrived at seq (its waiter's seq, or newcomer), ignoring its own queue. In
+// a group a request that does not fit the controller's memory may borrow the rest
+// from the shared pool (borrow.go).
+func (c *Controller) admissionLocked(base Resources, seq uint64) blocker {
+	b := c.rulesLocked(base)
+	if b != blockedByShare {
+		return b
+	}
+	if c.group != nil && c.group.lendsLocked(c, c.avail, base.Memory, seq) {
+		return admissible
+	}
+	return blockedByMemory
+}
+
+// rulesLocked is admissionLocked without the shared pool.
+func (c *Controller) rulesLocked(base Resources) blocker {
 	used := c.usedLocked().Memory
 	if c.pastLimit(c.killMult, used) || c.pastLimit(c.serializeMult, used) {
 		return blockedByMemory
@@ -168,14 +191,14 @@ func (c *Controller) admissionLocked(base Resources) blocker {
 	if c.avail.Count < base.Count {
 		return blockedByCount
 	}
-	return blockedByMemory
+	return blockedByShare
 }
 
 // evictionHelpsLocked reports whether evicting parked permits could let a request
 // for base in, given what holds it back: never for CPU, and for resources only if
 // freeing every parked permit's base resources would be enough. (Parked permits'
 // CPU marks never count, so eviction could not help CPU anyway.)
-func (c *Controller) evictionHelpsLocked(b blocker, base Resources) bool {
+func (c *Controller) evictionHelpsLocked(b blocker, base Resources, seq uint64) bool {
 	if b == blockedByCPU || c.inactive.Len() == 0 {
 		return false
 	}
@@ -190,7 +213,10 @@ func (c *Controller) evictionHelpsLocked(b blocker, base Resources) bool {
 	if c.pastLimit(c.killMult, used) || c.pastLimit(c.serializeMult, used) {
 		return false
 	}
-	return after.Covers(base) || after.Count == c.limits.Count
+	if after.Covers(base) || after.Count == c.limits.Count {
+		return true
+	}
+	return after.Count >= base.Count && c.group != nil && c.group.lendsLocked(c, after, base.Memory, seq)
 }
 
 // admitLocked gives p its base resources and makes it active; its CPU marks, if
@@ -205,26 +231,41 @@ func (c *Controller) admitLocked(p *Permit) {
 // maybeAdmitLocked admits queued requests from the head while the rules allow,
 // evicting idle permits when only resources hold the head back, then serves the
 // memory queue. Every change that could let a request in ends with a call to it.
+// In a group it does so for every member: memory given back to the shared pool
+// may let another member's waiters in.
 func (c *Controller) maybeAdmitLocked() {
+	if c.group != nil {
+		c.group.maybeAdmitLocked()
+		return
+	}
+	c.admitQueueLocked()
+}
+
+// admitQueueLocked is maybeAdmitLocked for this controller's queues alone. It
+// reports whether it settled any waiter of the admission queue.
+func (c *Controller) admitQueueLocked() (settled bool) {
 	for c.queue.Len() > 0 {
 		w := c.queue.Front().Value.(*waiter)
-		b := c.admissionLocked(w.p.base)
+		b := c.admissionLocked(w.p.base, w.seq)
 		switch {
 		case b == admissible && c.shouldShedLocked(w):
 			c.stats.Shed++
 			c.settleLocked(w, c.errorf(w.what(), "%w at the head of the queue: %v of its %v left",
 				ErrShed, time.Until(w.deadline).Round(time.Millisecond), w.deadline.Sub(w.arrived).Round(time.Millisecond)))
+			settled = true
 		case b == admissible:
 			c.admitLocked(w.p)
 			c.settleLocked(w, nil)
-		case c.evictionHelpsLocked(b, w.p.base):
+			settled = true
+		case c.evictionHelpsLocked(b, w.p.base, w.seq):
 			c.evictLocked(c.inactive.Front().Value.(*Parked), EvictedForAdmission)
 		default:
 			c.grantMemoryLocked()
-			return
+			return settled
 		}
 	}
 	c.grantMemoryLocked()
+	return settled
 }
 
 func (c *Controller) shouldShedLocked(w *waiter) bool {

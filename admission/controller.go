@@ -19,9 +19,12 @@ import (
 // happen in one hold of the controller's lock; callbacks (OnEvict), closing parked
 // values and logging run after it is released, never under it.
 type Controller struct {
-	mu sync.Mutex
+	// The lock; its own, or its group's, shared by every member (see group.go).
+	// Set before the controller is visible to anyone, fixed from then on.
+	mu *lock
 
-	// Fixed after New.
+	// Fixed after New (group after Group.Add).
+	group     *Group // nil outside a group
 	name      string
 	logger    *slog.Logger  // nil: no automatic dumps
 	dumpEvery time.Duration // least time between automatic dumps
@@ -51,15 +54,26 @@ type Controller struct {
 
 	stats Stats // counters; the gauges are filled in by Stats()
 
-	// afterUnlock holds work that must not run under mu (user callbacks, Close on
+	// Guarded by mu; used only in a group.
+	shares  int64 // its weight in the group's split; 0 once removed
+	removed bool  // Group.Remove was called: it leaves the group once drained
+}
+
+// lock is a controller's mutex with the work deferred until it is released. The
+// members of a group share one, so that a decision that reads several members
+// (borrowing from the shared pool) is made and acted on in one hold.
+type lock struct {
+	sync.Mutex
+	// after holds work that must not run under the lock (user callbacks, Close on
 	// parked values, logging); unlock runs it.
-	afterUnlock []func()
+	after []func()
 }
 
 // New returns a controller with the given name (used in errors and dumps) and
 // limits. It panics if a limit is negative or an option has an invalid value.
 func New(name string, limits Resources, opts ...Option) *Controller {
 	c := &Controller{
+		mu:             new(lock),
 		name:           name,
 		dumpEvery:      30 * time.Second,
 		limits:         limits,
@@ -86,10 +100,14 @@ func New(name string, limits Resources, opts ...Option) *Controller {
 }
 
 // unlock releases mu, then runs what was deferred while holding it.
-func (c *Controller) unlock() {
-	run := c.afterUnlock
-	c.afterUnlock = nil
-	c.mu.Unlock()
+func (c *Controller) unlock() { c.mu.unlock() }
+
+// unlock releases l, then runs what was deferred while holding it (by any
+// controller sharing l).
+func (l *lock) unlock() {
+	run := l.after
+	l.after = nil
+	l.Unlock()
 	for _, f := range run {
 		f()
 	}
@@ -116,6 +134,9 @@ func (c *Controller) forgetLocked(p *Permit) {
 // checkDrainedLocked lets Close return once it was called and no permit is left.
 func (c *Controller) checkDrainedLocked() {
 	if c.closed && len(c.permits) == 0 {
+		if c.removed {
+			c.group.dropLocked(c)
+		}
 		select {
 		case <-c.drained:
 		default:
@@ -150,6 +171,22 @@ func (c *Controller) failAllLocked(reason func(*waiter) error) {
 	}
 }
 
+// closeLocked refuses new requests, fails queued ones and evicts parked permits,
+// once.
+func (c *Controller) closeLocked() {
+	if c.closed {
+		return
+	}
+	c.closed = true
+	c.drained = make(chan struct{})
+	c.failAllLocked(func(w *waiter) error { return c.errorf(w.what(), "%w while waiting", ErrClosed) })
+	for c.inactive.Len() > 0 {
+		c.evictLocked(c.inactive.Front().Value.(*Parked), EvictedOnClose)
+	}
+	c.checkDrainedLocked()
+	c.maybeAdmitLocked() // in a group, what the evictions gave back to the pool
+}
+
 // Close shuts the controller down: new requests fail with ErrClosed, queued ones
 // fail the same way, parked permits are evicted (their values closed), and Close
 // then waits until every permit has been released or ctx ends, whichever is first.
@@ -157,15 +194,7 @@ func (c *Controller) failAllLocked(reason func(*waiter) error) {
 // says how many permits are still held.
 func (c *Controller) Close(ctx context.Context) error {
 	c.mu.Lock()
-	if !c.closed {
-		c.closed = true
-		c.drained = make(chan struct{})
-		c.failAllLocked(func(w *waiter) error { return c.errorf(w.what(), "%w while waiting", ErrClosed) })
-		for c.inactive.Len() > 0 {
-			c.evictLocked(c.inactive.Front().Value.(*Parked), EvictedOnClose)
-		}
-		c.checkDrainedLocked()
-	}
+	c.closeLocked()
 	drained := c.drained
 	c.unlock()
 	select {

@@ -35,7 +35,7 @@ func (c *Controller) dumpLocked(problem string, trigger *Permit) {
 	}
 	c.lastDump = now
 	text := c.dumpTextLocked(problem, trigger, defaultDumpLines)
-	c.afterUnlock = append(c.afterUnlock, func() {
+	c.mu.after = append(c.mu.after, func() {
 		c.logger.Warn("admission: "+problem, "controller", c.name, "diagnostics", text)
 	})
 }
@@ -52,6 +52,9 @@ func (c *Controller) dumpTextLocked(problem string, trigger *Permit, maxLines in
 	used := c.usedLocked()
 	fmt.Fprintf(&b, "Controller %q with %d/%d count and %s/%s memory resources", c.name,
 		used.Count, c.limits.Count, formatBytes(used.Memory), formatBytes(c.limits.Memory))
+	if c.group != nil {
+		fmt.Fprintf(&b, " (%s borrowed from group %q's pool)", formatBytes(c.borrowedLocked()), c.group.name)
+	}
 	if problem != "" {
 		b.WriteString(": " + problem)
 	}

@@ -73,6 +73,66 @@
 // and return a function that does nothing (so do the functions of marks taken
 // before Release); Return, ReleaseBase and Release do nothing.
 //
+// # Workload groups
+//
+// A Group runs one controller per workload over one memory budget, as ScyllaDB
+// runs one semaphore per workload-prioritization group:
+//
+//	g := admission.NewGroup("reads", admission.Resources{Count: 100, Memory: 64 << 20},
+//		admission.WithSharedPool(0.25))
+//	interactive := g.Add("interactive", 3) // a full *Controller
+//	batch := g.Add("batch", 1, admission.WithMaxQueueLength(50))
+//
+// The rules:
+//
+//   - Split. A fraction of the memory (WithSharedPool; default 0) is the shared
+//     pool; the rest is split between the members in proportion to their shares,
+//     rounded down, and what rounding leaves goes to the pool, so the shares and
+//     the pool always add up to the total. A member's memory limit is its share;
+//     its count limit is the group's Count. Every Controller rule applies to each
+//     member on its own: FIFO, CPU, shedding, parking, "always admit one".
+//   - Borrowing. A request that does not fit what is left of its member's share
+//     may borrow the rest from the pool. A member borrows whatever it holds
+//     beyond its share, however it came to hold it (admission, Consume,
+//     RequestMemory, a re-split): borrowing is computed from use, not recorded,
+//     so memory goes back to the pool the moment the borrower gives it back.
+//     "Always admit one" may take a member past its share plus the pool; what
+//     the members borrow can then exceed the pool until it is given back.
+//   - No starvation. A member's share is never lent: a request that fits its
+//     share is admitted whatever other members borrow. For the pool, the heads
+//     of the members' queues that wait only for memory ("claimants") are ranked
+//     by what their member borrows per share, least first, then by arrival, and
+//     only the first may borrow: a member within its share (borrowing nothing)
+//     gets the pool ahead of every borrower, and saturated borrowers share it in
+//     proportion to their shares. A claimant holds the pool against the ones
+//     ranked after it, even when a smaller request would fit, as the FIFO queue
+//     does against a large request's starvation. A request the pool could never
+//     cover is no claimant and holds nothing back.
+//   - Limits. A member's serialize and kill limits are taken of what it may hold
+//     with borrowing: multiplier x (share + pool).
+//   - Wakeups. Whatever gives memory back, in any member, re-runs admission for
+//     every member until nothing more can be admitted, in one hold of the lock:
+//     what fits a share is admitted at once, and the pool goes claimant by
+//     claimant in the order above.
+//   - Live changes. SetShares, SetTotal, Add and Remove re-split at once and take
+//     nothing back. A member left over its new share holds the excess as
+//     borrowed: it admits nothing more until it is back under its share or the
+//     pool can lend. Until then the group as a whole may hold more than its total.
+//     Remove closes the member (as Close, without waiting); its permits keep what
+//     they hold, all of it borrowed, and it leaves the group once they are
+//     released. SetLimits panics on a member.
+//   - Observation. Stats.Borrowed is a member's borrowing; Group.Stats gives
+//     every member's stats, the pool and what is lent, and names the bottleneck
+//     member (the one with the most requests queued); Group.Diagnostics dumps
+//     the group and every member.
+//
+// Locking: the members of a group share the group's one mutex (a Controller's
+// lock is a pointer, set before the controller is published). Any decision that
+// reads several members (what the pool has left, who ranks first) is therefore
+// made and acted on in one hold of the one lock that guards every piece of state
+// it reads, and with a single lock there is no lock order to invert. The cost is
+// that members of one group do not run their critical sections in parallel.
+//
 // # Decisions where the design leaves room
 //
 //   - Preemptive shedding is checked at the moment a queued request would be

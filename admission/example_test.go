@@ -74,3 +74,24 @@ func ExampleController_Diagnostics() {
 	// 1       1       512K    scan/active/need_cpu
 	// 1       1       512K    total
 }
+
+func ExampleGroup() {
+	ctx := context.Background()
+	g := admission.NewGroup("server", admission.Resources{Count: 10, Memory: 100},
+		admission.WithSharedPool(0.2)) // a pool of 20; 80 split 3:1
+	steady := g.Add("steady", 3)
+	bursty := g.Add("bursty", 1)
+
+	burst, _ := bursty.Acquire(ctx, "burst", 30) // its share is 20: borrows 10
+	get, _ := steady.Acquire(ctx, "get", 60)     // its own share, whatever bursty borrows
+	st := g.Stats()
+	fmt.Printf("pool %d, lent %d; steady share %d, bursty share %d borrowing %d\n",
+		st.Pool, st.Borrowed, st.Members[0].Limits.Memory, st.Members[1].Limits.Memory, st.Members[1].Borrowed)
+
+	burst.Release() // the borrowed 10 go back to the pool
+	get.Release()
+	fmt.Println("lent after release:", g.Stats().Borrowed)
+	// Output:
+	// pool 20, lent 10; steady share 60, bursty share 20 borrowing 10
+	// lent after release: 0
+}

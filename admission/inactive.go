@@ -163,7 +163,7 @@ func (c *Controller) evictLocked(pk *Parked, reason EvictReason) {
 	default:
 		c.stats.PermitEvictions++
 	}
-	c.afterUnlock = append(c.afterUnlock, func() {
+	c.mu.after = append(c.mu.after, func() {
 		c.closeValue(pk)
 		if pk.onEvict != nil {
 			pk.onEvict(reason)

@@ -3,9 +3,15 @@ package admission
 // usedLocked is what permits hold now.
 func (c *Controller) usedLocked() Resources { return c.limits.Sub(c.avail) }
 
-// limitOf returns mult x the memory limit, and whether that limit is on.
+// limitOf returns mult x the memory limit, and whether that limit is on. In a
+// group the memory limit counts what the controller may borrow: its share plus
+// the shared pool.
 func (c *Controller) limitOf(mult float64) (int64, bool) {
-	return int64(mult * float64(c.limits.Memory)), mult > 0
+	memory := c.limits.Memory
+	if c.group != nil {
+		memory += c.group.pool
+	}
+	return int64(mult * float64(memory)), mult > 0
 }
 
 func (c *Controller) pastLimit(mult float64, used int64) bool {
@@ -15,16 +21,24 @@ func (c *Controller) pastLimit(mult float64, used int64) bool {
 
 // SetLimits changes the limits. Availability shifts by the difference and may go
 // negative; permits keep what they hold. Raising a limit admits the waiters that
-// now fit. It panics on a negative limit.
+// now fit. It panics on a negative limit, and for a member of a Group, whose
+// limits follow the group's (Group.SetShares, Group.SetTotal).
 func (c *Controller) SetLimits(limits Resources) {
 	if limits.Count < 0 || limits.Memory < 0 {
 		c.panicf("SetLimits(%v): negative limits", limits)
 	}
+	if c.group != nil {
+		c.panicf("SetLimits(%v): a member of group %q takes its limits from the group", limits, c.group.name)
+	}
 	c.mu.Lock()
 	defer c.unlock()
+	c.setLimitsLocked(limits)
+	c.maybeAdmitLocked()
+}
+
+func (c *Controller) setLimitsLocked(limits Resources) {
 	c.avail = c.avail.Add(limits.Sub(c.limits))
 	c.limits = limits
-	c.maybeAdmitLocked()
 }
 
 // SetCPUConcurrency changes how many active permits may need CPU before admission

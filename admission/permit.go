@@ -165,7 +165,7 @@ func (p *Permit) releaseLocked() bool {
 	c.failMemoryWaitsLocked(p, released)
 	if pk := p.parked; pk != nil {
 		c.unparkLocked(pk)
-		c.afterUnlock = append(c.afterUnlock, func() { c.closeValue(pk) })
+		c.mu.after = append(c.mu.after, func() { c.closeValue(pk) })
 	}
 	if c.blessed == p {
 		c.blessed = nil

@@ -31,6 +31,7 @@ type waiter struct {
 	done     chan error    // the outcome, sent once by the settler: nil when granted
 	elem     *list.Element // position while queued; nil once settled (guarded by mu)
 	ahead    int           // queue length when it joined
+	seq      uint64        // arrival order in its group (0 outside a group)
 }
 
 // name is the operation the waiter stands for, as messages name it.
@@ -92,6 +93,10 @@ func (c *Controller) enqueueLocked(ctx context.Context, w *waiter) {
 	}
 	w.done = make(chan error, 1)
 	w.ahead = q.Len()
+	if g := c.group; g != nil {
+		g.seq++
+		w.seq = g.seq
+	}
 	w.elem = q.PushBack(w)
 	if w.kind == requestingMemory {
 		w.p.memWaits++

@@ -7,6 +7,9 @@ type Stats struct {
 	Name   string
 	Limits Resources
 	Used   Resources // held by permits now; may exceed Limits
+	// Borrowed is the memory a group member holds beyond its share (Limits.Memory),
+	// borrowed from the group's shared pool; 0 outside a group.
+	Borrowed int64
 
 	Admitted            uint64 // permits admitted (Acquire and Readmit), at once or after queuing
 	AdmittedImmediately uint64 // of those, admitted without queuing
@@ -41,6 +44,9 @@ func (c *Controller) statsLocked() Stats {
 	st := c.stats
 	st.Limits = c.limits
 	st.Used = c.usedLocked()
+	if c.group != nil {
+		st.Borrowed = c.borrowedLocked()
+	}
 	st.Queued = c.queue.Len()
 	st.QueuedMemory = c.memQueue.Len()
 	st.Inactive = c.inactive.Len()

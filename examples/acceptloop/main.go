@@ -1,16 +1,16 @@
-// Command acceptloop bounds a TCP server's concurrency with a semaphore in its
-// accept loop: the loop takes a unit before each Accept and the connection gives it
-// back when it has been handled, so at most limit connections are served at once and
-// further clients wait in the kernel's listen backlog (backpressure) instead of
-// piling up inside the process.
+// Command acceptloop bounds a TCP server's concurrency with a limiting listener:
+// netsem.Listener takes a unit of a semaphore before each Accept and the
+// connection gives it back when it is closed, so at most limit connections are
+// served at once and further clients wait in the kernel's listen backlog
+// (backpressure) instead of piling up inside the process.
 //
 // The program starts the server on 127.0.0.1, drives a burst of clients itself,
-// prints the peak concurrency it observed against the limit, and exits.
+// prints the peak concurrency it observed against the limit, and exits. It shuts
+// down by breaking the semaphore, which stops the accept loop with its cause.
 package main
 
 import (
 	"bufio"
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/fairsem/semaphore"
+	"github.com/fairsem/semaphore/netsem"
 )
 
 const (
@@ -36,17 +37,15 @@ func main() {
 }
 
 func run(out io.Writer) error {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
 	}
 	conns := semaphore.New(limit, semaphore.WithName("conns"))
+	ln := netsem.Listener(inner, conns)
 	var active, peak atomic.Int64
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		serve(ln, conns, &active, &peak)
-	}()
+	served := make(chan error, 1)
+	go func() { served <- serve(ln, &active, &peak) }()
 
 	start := time.Now()
 	var wg sync.WaitGroup
@@ -65,11 +64,14 @@ func run(out io.Writer) error {
 	}
 	elapsed := time.Since(start)
 
-	// Shut down: stop accepting, and break the semaphore so the loop, if it is
-	// waiting for a unit, stops waiting.
-	ln.Close()
+	// Shut down: break the semaphore, so that the accept loop, waiting for a
+	// unit or about to, stops with the cause; close the listener for an Accept
+	// already waiting in the kernel.
 	conns.Break(errors.New("server shutting down"))
-	<-served
+	ln.Close()
+	if err := <-served; !errors.Is(err, semaphore.ErrBroken) && !errors.Is(err, net.ErrClosed) {
+		return fmt.Errorf("accept loop: %w", err)
+	}
 
 	fmt.Fprintf(out, "served %d clients in %v with at most %d at once (limit %d)\n",
 		clients, elapsed.Round(time.Millisecond), peak.Load(), limit)
@@ -80,22 +82,18 @@ func run(out io.Writer) error {
 	return nil
 }
 
-// serve is the accept loop: one unit per connection, taken before Accept.
-func serve(ln net.Listener, conns *semaphore.Semaphore, active, peak *atomic.Int64) {
+// serve is the accept loop. The listener takes a unit before each Accept and
+// the connection returns it on Close, so the loop itself knows nothing of the
+// limit. It returns Accept's error once handlers have finished.
+func serve(ln net.Listener, active, peak *atomic.Int64) error {
 	var handlers sync.WaitGroup
 	defer handlers.Wait()
 	for {
-		u, err := conns.AcquireUnits(context.Background(), 1)
-		if err != nil {
-			return // broken: shutting down
-		}
 		c, err := ln.Accept()
 		if err != nil {
-			u.Release()
-			return
+			return err
 		}
 		handlers.Go(func() {
-			defer u.Release()
 			defer c.Close()
 			now := active.Add(1)
 			for p := peak.Load(); now > p && !peak.CompareAndSwap(p, now); p = peak.Load() {

@@ -1,0 +1,58 @@
+// Package httpsem is HTTP middleware that bounds the requests a server works on
+// at once, with a bounded backlog, a wait timeout and a clear refusal instead of
+// a hang.
+//
+//	sem := semaphore.New(64, semaphore.WithMaxWaiters(256)) // 64 in flight, 256 waiting
+//	handler = httpsem.Limit(sem, httpsem.WithTimeout(2*time.Second))(handler)
+//
+// Limit admits a request once it holds units of a core Semaphore (one per
+// request, or WithWeight); Admit admits it through an admission.Controller,
+// which bounds count and memory together and sheds load by itself. A request
+// waits in the semaphore's or controller's FIFO queue until it is admitted, its
+// own context ends (the client went away), the wait timeout passes, or the
+// queue is broken; whatever happens, it gets an answer.
+//
+// # Responses
+//
+// A request refused because the server is busy (the backlog is full, it waited
+// WithTimeout without being admitted, the controller shed it, or its context
+// ended while it waited) gets the overload status, 503 Service Unavailable by
+// default or 429 Too Many Requests with WithStatus, and a Retry-After header
+// (1 second by default, WithRetryAfter). A request that cannot be served here
+// at all gets 503 without Retry-After: the semaphore or controller is broken or
+// closed (the server is going away), or the request's weight is larger than the
+// semaphore's capacity (it would never fit). The body is the status text only:
+// error messages, which name the semaphore, stay on the server.
+//
+// # Decisions where the issue is silent, and differences from the anchors
+//
+// The anchor is chi's middleware.ThrottleBacklog(limit, backlog, timeout).
+//
+//   - The backlog is the semaphore's own bound, semaphore.WithMaxWaiters (for
+//     Admit, admission.WithMaxQueueLength), not a second counter in the
+//     middleware: one place decides, and the same bound holds when the
+//     semaphore is shared with other users. chi counts a separate backlog.
+//   - Waiters are admitted in FIFO order, weights included; chi's tokens are a
+//     channel with no order promise.
+//   - The default overload status is 503 (the server is overloaded, not the
+//     client rate-limited); chi answers 429 for everything. Broken and too
+//     large are always 503 without Retry-After.
+//   - Without WithTimeout a request waits as long as its own context allows;
+//     chi's backlog timeout is required. WithTimeout(d) panics for d <= 0: to
+//     refuse at once instead of waiting, bound the queue with WithMaxWaiters(0).
+//   - Admit's operation name is the request's ServeMux pattern (r.Pattern) when
+//     the middleware wraps a routed handler, else the method, or WithOp; the
+//     memory estimate is 0 unless WithMemory gives one. The handler finds its
+//     permit with PermitFrom, to consume memory or mark CPU use.
+//   - WithTimeout bounds the wait, not the request: Limit first tries to take
+//     its units without waiting, so a request that needs no wait is never
+//     refused by the timeout, and is admitted even if its context has already
+//     ended (net/http would have run it too). Admit has no such try, so its
+//     timeout should be well above the microseconds it takes to reach the
+//     controller.
+//   - Units and permits are released when the handler returns, also when it
+//     panics (the panic continues to net/http).
+//   - An option that does not apply to the middleware it is given to (WithWeight
+//     to Admit, WithOp or WithMemory to Limit) panics, as do invalid values: a
+//     programmer error is reported at construction, not ignored.
+package httpsem

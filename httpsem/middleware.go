@@ -1,0 +1,142 @@
+package httpsem
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/fairsem/semaphore"
+	"github.com/fairsem/semaphore/admission"
+)
+
+// Limit returns middleware that lets a request through to the next handler only
+// while it holds its weight in units of s (one unit unless WithWeight), and
+// gives them back when the handler returns, also when it panics.
+//
+// A request that cannot take its units at once waits in s's FIFO wait list,
+// bounded by s's WithMaxWaiters. It is refused, never left hanging, when the
+// list is full, when WithTimeout passes, when the request's context ends (the
+// client went away), when s is broken, and when its weight exceeds s's
+// capacity; see the package documentation for the responses. Limit panics if s
+// is nil or an option applies only to Admit.
+func Limit(s *semaphore.Semaphore, opts ...Option) func(http.Handler) http.Handler {
+	if s == nil {
+		panic("httpsem: Limit(nil)")
+	}
+	c := newConfig(opts)
+	if c.op != nil || c.memory != nil {
+		panic("httpsem: WithOp and WithMemory apply to Admit, not Limit")
+	}
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			n := int64(1)
+			if c.weight != nil {
+				if n = c.weight(r); n < 0 {
+					panic("httpsem: weight " + itoa(n) + " for " + r.Method + " " + r.URL.Path + ": negative")
+				}
+			}
+			// Try first: a request that needs no wait is admitted without the
+			// timer of WithTimeout, which costs allocations and could fire first.
+			if !s.TryAcquire(n) {
+				ctx, cancel := c.waitContext(r)
+				err := s.Acquire(ctx, n)
+				cancel()
+				if err != nil {
+					c.refuse(w, err)
+					return
+				}
+			}
+			defer s.Release(n)
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+// Admit returns middleware that admits each request through ctrl, under the
+// operation name from the route (or WithOp) and the memory estimate from
+// WithMemory, and releases the permit when the handler returns, also when it
+// panics. The handler finds its permit with PermitFrom.
+//
+// A request that cannot be admitted at once waits in ctrl's FIFO queue, bounded
+// by its WithMaxQueueLength. It is refused, never left hanging, when the queue
+// is full, when ctrl sheds it, when WithTimeout passes, when the request's
+// context ends, and when ctrl is broken or closed; see the package
+// documentation for the responses. Admit panics if ctrl is nil or an option
+// applies only to Limit.
+func Admit(ctrl *admission.Controller, opts ...Option) func(http.Handler) http.Handler {
+	if ctrl == nil {
+		panic("httpsem: Admit(nil)")
+	}
+	c := newConfig(opts)
+	if c.weight != nil {
+		panic("httpsem: WithWeight applies to Limit, not Admit")
+	}
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			op := r.Pattern
+			switch {
+			case c.op != nil:
+				op = c.op(r)
+			case op == "":
+				op = r.Method
+			}
+			var memory int64
+			if c.memory != nil {
+				if memory = c.memory(r); memory < 0 {
+					panic("httpsem: memory estimate " + itoa(memory) + " for " + r.Method + " " + r.URL.Path + ": negative")
+				}
+			}
+			ctx, cancel := c.waitContext(r)
+			p, err := ctrl.Acquire(ctx, op, memory)
+			cancel()
+			if err != nil {
+				c.refuse(w, err)
+				return
+			}
+			defer p.Release()
+			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), permitKey{}, p)))
+		})
+	}
+}
+
+type permitKey struct{}
+
+// PermitFrom returns the admission permit of a request admitted by Admit, from
+// the request's context, or nil. The permit is released when the handler
+// returns; the handler must not keep it.
+func PermitFrom(ctx context.Context) *admission.Permit {
+	p, _ := ctx.Value(permitKey{}).(*admission.Permit)
+	return p
+}
+
+// waitContext is the context a request waits with: its own, ended WithTimeout
+// after the call. It is not a context.WithTimeout, because a deadline that has
+// passed makes Acquire fail even when it could admit at once: the timeout is
+// meant to bound the wait only. (Limit tries without waiting first, so a request
+// that needs no wait is never refused by the timeout. Admit cannot try, so a
+// timeout shorter than the way from here into the controller can fire first.)
+func (c *config) waitContext(r *http.Request) (context.Context, context.CancelFunc) {
+	if c.timeout <= 0 {
+		return r.Context(), func() {}
+	}
+	ctx, cancel := context.WithCancel(r.Context())
+	timer := time.AfterFunc(c.timeout, cancel)
+	return ctx, func() {
+		timer.Stop()
+		cancel()
+	}
+}
+
+// refuse answers a request that was not admitted: 503 without Retry-After when
+// it can never be served here, the overload status with Retry-After otherwise.
+func (c *config) refuse(w http.ResponseWriter, err error) {
+	code := c.status
+	if errors.Is(err, semaphore.ErrBroken) || errors.Is(err, semaphore.ErrTooLarge) ||
+		errors.Is(err, admission.ErrBroken) || errors.Is(err, admission.ErrClosed) {
+		code = http.StatusServiceUnavailable
+	} else if v := c.retryAfterValue(); v != "" {
+		w.Header().Set("Retry-After", v)
+	}
+	http.Error(w, http.StatusText(code), code)
+}

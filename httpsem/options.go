@@ -1,0 +1,100 @@
+package httpsem
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// An Option configures Limit or Admit.
+type Option func(*config)
+
+// config is fixed once the middleware is built.
+type config struct {
+	weight     func(*http.Request) int64  // Limit: units per request; nil means 1
+	op         func(*http.Request) string // Admit: operation name; nil means the pattern or method
+	memory     func(*http.Request) int64  // Admit: memory estimate; nil means 0
+	timeout    time.Duration              // longest wait; 0 means as long as the request's context
+	retryAfter time.Duration              // Retry-After on overload responses; 0 means none
+	status     int                        // overload status
+}
+
+// WithWeight sets how many units of the semaphore a request takes (default 1).
+// Limit only. It panics if f is nil; a request for which f returns a negative
+// weight panics in the handler.
+func WithWeight(f func(r *http.Request) int64) Option {
+	if f == nil {
+		panic("httpsem: WithWeight(nil)")
+	}
+	return func(c *config) { c.weight = f }
+}
+
+// WithOp sets the operation name a request is admitted under. Admit only.
+// Without it the name is r.Pattern, the ServeMux pattern that matched (set when
+// the middleware wraps a handler registered on a ServeMux), or else r.Method.
+// It panics if f is nil.
+func WithOp(f func(r *http.Request) string) Option {
+	if f == nil {
+		panic("httpsem: WithOp(nil)")
+	}
+	return func(c *config) { c.op = f }
+}
+
+// WithMemory sets the memory, in bytes, a request is estimated to need; it is
+// admitted only when that much is available (see admission.Controller.Acquire).
+// Admit only. Without it the estimate is 0. It panics if f is nil; a request
+// for which f returns a negative estimate panics in the handler.
+func WithMemory(f func(r *http.Request) int64) Option {
+	if f == nil {
+		panic("httpsem: WithMemory(nil)")
+	}
+	return func(c *config) { c.memory = f }
+}
+
+// WithTimeout bounds how long a request waits to be admitted; past it the
+// request gets the overload status. Without it a request waits as long as its
+// own context allows. It panics if d <= 0 (use the semaphore's
+// WithMaxWaiters(0) to refuse instead of waiting).
+func WithTimeout(d time.Duration) Option {
+	if d <= 0 {
+		panic("httpsem: WithTimeout(" + d.String() + "): the wait must be positive")
+	}
+	return func(c *config) { c.timeout = d }
+}
+
+// WithRetryAfter sets the Retry-After header sent with overload responses, in
+// whole seconds rounded up (default 1 second). 0 sends none. It panics if d is
+// negative.
+func WithRetryAfter(d time.Duration) Option {
+	if d < 0 {
+		panic("httpsem: WithRetryAfter(" + d.String() + "): negative duration")
+	}
+	return func(c *config) { c.retryAfter = d }
+}
+
+// WithStatus sets the status of overload responses: http.StatusServiceUnavailable
+// (the default) or http.StatusTooManyRequests. It panics for any other code.
+func WithStatus(code int) Option {
+	if code != http.StatusServiceUnavailable && code != http.StatusTooManyRequests {
+		panic("httpsem: WithStatus(" + strconv.Itoa(code) + "): must be 503 or 429")
+	}
+	return func(c *config) { c.status = code }
+}
+
+func newConfig(opts []Option) config {
+	c := config{retryAfter: time.Second, status: http.StatusServiceUnavailable}
+	for _, o := range opts {
+		o(&c)
+	}
+	return c
+}
+
+// retryAfterValue renders the Retry-After header: whole seconds, rounded up.
+func (c *config) retryAfterValue() string {
+	if c.retryAfter <= 0 {
+		return ""
+	}
+	return strconv.FormatInt(int64((c.retryAfter+time.Second-1)/time.Second), 10)
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }

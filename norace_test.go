@@ -1,0 +1,5 @@
+//go:build !race
+
+package semaphore_test
+
+const raceEnabled = false
