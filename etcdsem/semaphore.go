@@ -34,7 +34,7 @@ type Semaphore struct {
 	cfg       config
 	stopWatch context.CancelFunc
 	bgCtx     context.Context // done when the handle closes
-	wg        sync.WaitGroup // the watch goroutine and background key deletions
+	wg        sync.WaitGroup  // the watch goroutine and background key deletions
 
 	mu     sync.Mutex
 	closed bool   // guarded by mu; terminal
