@@ -68,10 +68,10 @@ type Entry struct {
 }
 
 // Stats reads the semaphore as of now: it waits until this handle's view has
-// caught up with etcd (one read), then reports it. Keys that were present
-// before this handle started and did not fit then are reported as waiters: a
-// handle cannot tell a waiter from a holder kept by a shrinking Resize without
-// the history it did not see.
+// caught up with etcd (one read), then reports it. A handle learns the state of
+// keys older than itself by replaying their history when it starts; if that
+// history was compacted, keys that did not fit then are reported as waiters,
+// though some may be holders kept by a shrinking Resize.
 func (s *Semaphore) Stats(ctx context.Context) (Stats, error) {
 	if err := s.catchUp(ctx); err != nil {
 		return Stats{}, s.errorf("stats", "%w", err)

@@ -115,12 +115,13 @@
 //     in place) is supported.
 //   - Errors name the semaphore by its etcd name; "queued behind N" is not
 //     reported (it would cost a read per failure).
-//   - A handle that started after other keys existed, and whose watch fell
-//     behind a compaction, cannot know the history it missed: it counts keys
-//     of unknown state as holders (making its own acquires wait longer than
-//     needed, never shorter), and a compaction fails its waiters with ErrLost
-//     rather than guess whether they were granted in the gap. Stats reports
-//     such keys as waiters.
+//   - A new handle replays the history of the keys it finds, from just before
+//     the oldest was created, to learn which are granted. Where that history
+//     was compacted, or its watch later fell behind a compaction, it cannot
+//     know what it missed: it counts keys of unknown state as holders (making
+//     its own acquires wait longer than needed, never shorter), Stats reports
+//     them as waiters, and a compaction fails its waiters with ErrLost rather
+//     than guess whether they were granted in the gap.
 //
 // # Decisions where the design leaves room
 //

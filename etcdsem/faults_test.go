@@ -161,7 +161,12 @@ func TestCluster_LeaderKillAndStopKeepCheckerCleanAndProgress(t *testing.T) {
 	progress := func(what string) {
 		t.Helper()
 		from := grants.Load()
-		require.Eventually(t, func() bool { return grants.Load() >= from+20 }, 90*time.Second, 20*time.Millisecond, "no progress %s", what)
+		if !assert.Eventually(t, func() bool { return grants.Load() >= from+20 }, 60*time.Second, 20*time.Millisecond, "no progress %s", what) {
+			for _, s := range sems {
+				t.Log(s.debugState())
+			}
+			t.FailNow()
+		}
 	}
 	progress("at the start")
 

@@ -64,7 +64,7 @@ func grantLease(ctx context.Context, cli *clientv3.Client, ttl, margin time.Dura
 	}
 	l.deadline = sent.Add(l.ttl - l.margin)
 	l.timer = time.AfterFunc(time.Until(l.deadline), func() { l.checkDeadline(onLost) })
-	go l.keepAlive(cli, onLost)
+	go l.keepAlive(cli)
 	return l, nil
 }
 
@@ -113,55 +113,59 @@ func (l *lease) err() error {
 	return l.cause
 }
 
-// keepAlive renews the lease every third of its TTL, and retries a failed renewal
-// at once (after a short pause) until the lease is lost or closed. The deadline
-// moves to sent+TTL-margin of each acknowledged renewal, where sent is taken
-// before the request leaves.
-func (l *lease) keepAlive(cli *clientv3.Client, onLost func(*lease)) {
+// keepAlive renews the lease every third of its TTL, and again shortly after a
+// renewal fails, until the lease is lost or closed. Renewals run concurrently,
+// each bounded by the TTL: a slow reply still counts (from its own send time),
+// and a connection that went silent does not hold back the next attempt, which
+// the client may send over another connection. The deadline moves to
+// sent+TTL-margin of each acknowledged renewal, where sent is taken before the
+// request leaves, and only ever moves later.
+func (l *lease) keepAlive(cli *clientv3.Client) {
 	defer close(l.done)
 	ctx, cancel := context.WithCancel(context.Background())
+	var attempts sync.WaitGroup
+	defer attempts.Wait()
 	defer cancel()
-	go func() {
-		select {
-		case <-l.stop:
-		case <-l.lost:
-		}
-		cancel()
-	}()
 	interval := l.ttl / 3
 	retry := min(l.ttl/20, 100*time.Millisecond)
-	next := time.Now().Add(interval)
+	failed := make(chan struct{}, 1)
+	next := time.NewTimer(interval)
+	defer next.Stop()
 	for {
 		select {
-		case <-ctx.Done():
+		case <-l.stop:
 			return
-		case <-time.After(time.Until(next)):
-		}
-		sent := time.Now()
-		actx, acancel := context.WithTimeout(ctx, interval)
-		resp, err := cli.KeepAliveOnce(actx, l.id)
-		acancel()
-		switch {
-		case errors.Is(err, rpctypes.ErrLeaseNotFound) || (err == nil && resp.TTL <= 0):
-			l.mu.Lock()
-			if l.cause == nil {
-				l.markLocked(fmt.Errorf("lease %x expired or revoked on the server: %w", int64(l.id), ErrLost))
-				l.mu.Unlock()
-				onLost(l)
-				return
-			}
-			l.mu.Unlock()
+		case <-l.lost:
 			return
-		case err != nil:
-			next = time.Now().Add(retry)
+		case <-failed:
+			next.Reset(retry)
 			continue
+		case <-next.C:
 		}
-		l.mu.Lock()
-		if d := sent.Add(time.Duration(resp.TTL)*time.Second - l.margin); d.After(l.deadline) {
-			l.deadline = d
-		}
-		l.mu.Unlock()
-		next = sent.Add(interval)
+		next.Reset(interval)
+		attempts.Add(1)
+		go func() {
+			defer attempts.Done()
+			sent := time.Now()
+			actx, acancel := context.WithTimeout(ctx, l.ttl)
+			resp, err := cli.KeepAliveOnce(actx, l.id)
+			acancel()
+			switch {
+			case errors.Is(err, rpctypes.ErrLeaseNotFound) || (err == nil && resp.TTL <= 0):
+				l.fail(fmt.Errorf("lease %x expired or revoked on the server: %w", int64(l.id), ErrLost))
+			case err != nil:
+				select {
+				case failed <- struct{}{}:
+				default:
+				}
+			default:
+				l.mu.Lock()
+				if d := sent.Add(time.Duration(resp.TTL)*time.Second - l.margin); d.After(l.deadline) {
+					l.deadline = d
+				}
+				l.mu.Unlock()
+			}
+		}()
 	}
 }
 

@@ -3,6 +3,8 @@ package etcdsem
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -23,6 +25,8 @@ type request struct {
 	grantRev  int64 // the revision at which the rule granted it
 	state     reqState
 	err       error // why it failed (stateFailed) or was lost (stateLost)
+
+	releaseTried bool // a Release RPC failed: its delete may have landed
 }
 
 type reqState uint8
@@ -61,7 +65,7 @@ func (r *request) markLost(cause error) {
 func (s *Semaphore) newRequestLocked(l *lease, n int64) *request {
 	s.seq++
 	r := &request{
-		key:   fmt.Sprintf("%s%016x-%x", s.qprefix, int64(l.id), s.seq),
+		key:   s.keyPrefix(l) + strconv.FormatUint(s.seq, 16),
 		lease: l,
 		n:     n,
 		done:  make(chan struct{}),
@@ -72,11 +76,24 @@ func (s *Semaphore) newRequestLocked(l *lease, n int64) *request {
 	return r
 }
 
+// keyPrefix is the prefix of the keys written on lease l: one lease per
+// handle, so it is the handle's too.
+func (s *Semaphore) keyPrefix(l *lease) string {
+	return fmt.Sprintf("%s%016x-", s.qprefix, int64(l.id))
+}
+
 // keyCreated links a key seen by the watch to this handle's request, and
 // removes a key whose caller already gave up. s.mu is held.
 func (s *Semaphore) keyCreated(k *qkey) {
 	r := s.mine[k.key]
 	if r == nil {
+		// A key of this handle's lease that no request owns: a write whose
+		// caller is long done (released, failed) landed late, e.g. a request
+		// a frozen server executed after the client had retried it elsewhere.
+		// Left alone it would hold units for as long as the lease lives.
+		if s.lease != nil && strings.HasPrefix(k.key, s.keyPrefix(s.lease)) {
+			s.deleteLater(k.key, k.createRev)
+		}
 		return
 	}
 	r.createRev = k.createRev

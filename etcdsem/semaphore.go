@@ -86,12 +86,40 @@ func New(ctx context.Context, cli *clientv3.Client, name string, opts ...Option)
 	if err != nil {
 		return nil, s.errorf("read state", "%w", err)
 	}
-	s.q.load(resp.Header.Revision, resp.Kvs)
+	s.loadState(ctx, resp)
 	wctx, cancel := context.WithCancel(context.Background())
 	s.stopWatch, s.bgCtx = cancel, wctx
 	s.wg.Add(1)
 	go s.watch(wctx)
 	return s, nil
+}
+
+// loadState sets the mirror from a read of every key. A queue key present then
+// may be a holder kept by a shrinking Resize or a waiter: only the history can
+// tell, so loadState replays it from just before the oldest queue key was
+// created, through the rule. If that history is compacted, keys that do not fit
+// are counted but their state stays unknown (see queue).
+func (s *Semaphore) loadState(ctx context.Context, now *clientv3.GetResponse) {
+	oldest := int64(0)
+	for _, kv := range now.Kvs {
+		if strings.HasPrefix(string(kv.Key), s.qprefix) && (oldest == 0 || kv.CreateRevision < oldest) {
+			oldest = kv.CreateRevision
+		}
+	}
+	if oldest > 1 {
+		base, err := s.cli.Get(ctx, s.name+"/", clientv3.WithPrefix(), clientv3.WithRev(oldest-1))
+		if err == nil {
+			s.q.load(oldest-1, base.Kvs)
+			err = replay(ctx, s.cli, s.name, oldest, now.Header.Revision, s.q.applyEvents)
+			if err == nil {
+				s.q.advance(now.Header.Revision)
+				return
+			}
+		}
+		s.q = queue{}
+		s.q.init(s) // compacted or failed: start again from the current state
+	}
+	s.q.load(now.Header.Revision, now.Kvs)
 }
 
 // Name returns the semaphore's name.

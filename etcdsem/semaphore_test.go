@@ -546,3 +546,34 @@ func rpcCount(t testing.TB) int64 {
 	require.Positive(t, n, "the server counts its RPCs")
 	return int64(n)
 }
+
+// A handle started after a shrink learns from the history that a key above the
+// new capacity is a holder, not a waiter, and waits behind it.
+func TestNew_ReplaysHistoryToTellHoldersKeptByAShrink(t *testing.T) {
+	ep := sharedEndpoint(t)
+	name := testName(t)
+	a := newSem(t, newClient(t, ep), name, WithCapacity(3))
+	log := &grantLog{}
+	ctx := testCtx(t, 30*time.Second)
+	h, err := a.Acquire(ctx, 3)
+	require.NoError(t, err)
+	log.add(h)
+	require.NoError(t, a.Resize(ctx, 1))
+	late := newSem(t, newClient(t, ep), name)
+	st, err := late.Stats(ctx)
+	require.NoError(t, err)
+	require.Len(t, st.Holders, 1, "the holder above the capacity is a holder")
+	assert.Equal(t, h.Token(), st.Holders[0].Token)
+	assert.Empty(t, st.Waiters)
+	assert.Equal(t, int64(3), st.Held)
+	_, ok, err := late.TryAcquire(ctx, 1)
+	require.NoError(t, err)
+	assert.False(t, ok, "the held units exceed the capacity")
+	require.NoError(t, h.Release(ctx))
+	u, ok, err := late.TryAcquire(ctx, 1)
+	require.NoError(t, err)
+	assert.True(t, ok)
+	log.add(u)
+	require.NoError(t, u.Release(ctx))
+	checkHistory(t, a.cli, name, log)
+}

@@ -89,8 +89,9 @@ func (u *Units) Release(ctx context.Context) error {
 		if r.state == stateReleasing {
 			r.state = stateHeld
 		}
+		r.releaseTried = true
 		return s.errorf("release", "token %d: %w", u.token, err)
-	case !resp.Succeeded && r.state != stateReleased:
+	case !resp.Succeeded && r.state != stateReleased && !r.releaseTried:
 		// The key was gone before our delete and the watch has not said why yet.
 		r.markLost(fmt.Errorf("key %s was already gone: %w", r.key, ErrLost))
 		delete(s.mine, r.key)
