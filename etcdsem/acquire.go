@@ -100,10 +100,9 @@ func (s *Semaphore) AcquireTimeout(ctx context.Context, d time.Duration, n int64
 	return s.Acquire(ctx, n)
 }
 
-// txnAcquire writes r's key, in one transaction that also reads what the
-// caller needs to decide at once: if the semaphore is not broken, n does not
-// exceed the capacity and the key is absent, put the key and read the queue and
-// the capacity; otherwise read the key, the broken key and the capacity. A
+// txnAcquire writes r's key in one transaction: if the semaphore is not
+// broken, n does not exceed the capacity and the key is absent, put the key;
+// otherwise read the key, the broken key and the capacity. A
 // failed attempt's outcome is unknown, so the same transaction is retried until
 // it gets an answer or ctx ends: a retry after a write that landed takes the
 // else branch and finds the key, keeping its place.
@@ -117,8 +116,6 @@ func (s *Semaphore) txnAcquire(ctx context.Context, r *request) (*clientv3.TxnRe
 			s.capAtLeast(r.n),
 		).Then(
 			clientv3.OpPut(r.key, val, clientv3.WithLease(r.lease.id)),
-			clientv3.OpGet(s.qprefix, clientv3.WithPrefix()),
-			clientv3.OpGet(s.capKey),
 		).Else(
 			clientv3.OpGet(r.key),
 			clientv3.OpGet(s.brokenKey),
@@ -152,28 +149,19 @@ const retryPause = 50 * time.Millisecond
 // is abandoned and retried rather than waited on forever.
 func (s *Semaphore) attemptTimeout() time.Duration { return max(s.cfg.ttl/3, time.Second) }
 
-// afterWrite decides what the acquire transaction's answer means: granted at the
-// key's creation if everything before it fits, waiting otherwise; or, without a
-// write, a retry that found its key, a broken semaphore or a request too large.
+// afterWrite decides what the acquire transaction's answer means: a key written
+// (the watch grants it, at once if everything before it fits), a retry that
+// found its key, a broken semaphore or a request too large.
 func (s *Semaphore) afterWrite(r *request, resp *clientv3.TxnResponse, attempts int) error {
 	if resp.Succeeded {
-		rev := resp.Header.Revision
-		var ahead int64
-		for _, kv := range resp.Responses[1].GetResponseRange().Kvs {
-			if kv.CreateRevision < rev {
-				n, _, _ := parseValue(kv.Value)
-				ahead = addSat(ahead, n)
-			}
-		}
-		capacity := capacityOf(resp.Responses[2].GetResponseRange())
+		// Granted or not, the handle's watch decides, from the event of this
+		// very write: the event arrives with the reply, and reading the queue
+		// here instead would cost a range over every key name the queue ever
+		// had (etcd keeps deleted keys in its index until compaction).
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		r.createRev = rev
-		// Every key counted here is counted by the rule too (unless dead), so
-		// a fit here is a fit under the rule at rev: granted at creation.
-		if r.state == stateWaiting && addSat(ahead, r.n) <= capacity {
-			r.grantRev = rev
-			r.finish(stateHeld, nil)
+		if r.createRev == 0 {
+			r.createRev = resp.Header.Revision
 		}
 		return nil
 	}

@@ -52,13 +52,15 @@
 //     of the live queue, and at the revision of each grant the units granted
 //     are at most the capacity.
 //   - Acquire is one transaction: if not broken, the capacity is at least n
-//     and the key is absent, put the key and read the queue; otherwise read
-//     the key, the broken flag and the capacity. The reply decides at once
-//     whether the key was granted at its creation revision (everything ahead
-//     fits), so an uncontended acquire is one round trip; otherwise the
-//     caller waits for its handle's watch to grant it. A retry after an
-//     unknown outcome takes the other branch and finds its earlier write: it
-//     keeps its place.
+//     and the key is absent, put the key; otherwise read the key, the broken
+//     flag and the capacity. The handle's watch delivers the write's own event
+//     with the reply and grants the key at its creation revision if
+//     everything ahead fits, so an uncontended acquire is one round trip;
+//     otherwise the caller waits for the watch to grant it. (The transaction
+//     does not read the queue: a range over the queue's prefix costs a walk
+//     over every key name it ever had, which etcd keeps until compaction.) A
+//     retry after an unknown outcome takes the other branch and finds its
+//     earlier write: it keeps its place.
 //   - Release deletes the key only if its create revision is still the token,
 //     so a retried delete can never delete a newer key.
 //   - TryAcquire writes its key only in a transaction that fails if any queue

@@ -172,7 +172,7 @@ func watch(ctx context.Context, out io.Writer, cli *clientv3.Client, s *etcdsem.
 		prev = st
 	}
 	if ctx.Err() != nil {
-		return nil // the watch was meant to end
+		return nil // interrupted, or -for elapsed: the watch was meant to end
 	}
-	return ctx.Err()
+	return errors.New("watch: the watch ended")
 }
