@@ -54,7 +54,11 @@ func TestPartition_LostClosesBeforeTheNextGrant(t *testing.T) {
 		}()
 		waitWaiters(t, b, 1)
 
+		// Let a renewal through first, so the loss is counted from one.
+		first := deadlineOf(h.r.lease)
+		require.Eventually(t, func() bool { return deadlineOf(h.r.lease).After(first) }, 10*time.Second, 10*time.Millisecond)
 		px.hold(true, true)
+		heldAt := time.Now()
 		var lostAt time.Time
 		select {
 		case <-h.Lost():
@@ -67,6 +71,10 @@ func TestPartition_LostClosesBeforeTheNextGrant(t *testing.T) {
 		wcancel()
 		assert.True(t, lostAt.Before(deletedAt), "Lost closed %v after the key was deleted", lostAt.Sub(deletedAt))
 		assert.True(t, lostAt.Before(grantedAt), "Lost closed %v after the next grant", lostAt.Sub(grantedAt))
+		// The last renewal that got through was sent before the cut, so Lost
+		// is due at most TTL-margin after it (plus a late timer's slack).
+		assert.LessOrEqual(t, lostAt.Sub(heldAt), 1500*time.Millisecond+400*time.Millisecond,
+			"Lost closes TTL minus the margin after the last renewal sent")
 		t.Logf("round %d: Lost closed %v before the key's deletion was seen and %v before the next grant",
 			round, deletedAt.Sub(lostAt).Round(time.Millisecond), grantedAt.Sub(lostAt).Round(time.Millisecond))
 		assert.ErrorIs(t, h.Err(), ErrLost)
@@ -78,4 +86,31 @@ func TestPartition_LostClosesBeforeTheNextGrant(t *testing.T) {
 		require.NoError(t, next.Release(ctx))
 	}
 	checkHistory(t, obs, name, log)
+}
+
+// Renewals keep units: a holder keeps them for several TTLs, and each renewal
+// moves the loss deadline to its send time plus the TTL minus the margin.
+func TestLease_RenewalsKeepUnitsPastTheTTL(t *testing.T) {
+	cli := newClient(t, sharedEndpoint(t))
+	s := newSem(t, cli, testName(t), WithCapacity(1), WithTTL(2*time.Second), WithSafetyMargin(500*time.Millisecond))
+	ctx := testCtx(t, 30*time.Second)
+	u, err := s.Acquire(ctx, 1)
+	require.NoError(t, err)
+	l := u.r.lease
+	first := deadlineOf(l)
+	select {
+	case <-u.Lost():
+		t.Fatalf("lost while renewed: %v", u.Err())
+	case <-time.After(5 * time.Second): // several TTLs: the claim is about elapsed time
+	}
+	assert.True(t, deadlineOf(l).After(first.Add(3*time.Second)), "renewals moved the deadline")
+	assert.WithinDuration(t, time.Now().Add(1500*time.Millisecond), deadlineOf(l), 1200*time.Millisecond,
+		"the deadline is a renewal's send time plus TTL minus margin")
+	require.NoError(t, u.Release(ctx))
+}
+
+func deadlineOf(l *lease) time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.deadline
 }
