@@ -17,6 +17,9 @@ import (
 // fails if any queue key was written or the capacity or the broken state
 // changed since that view, so the key it writes is granted by the rule at its
 // creation. When its view was stale it catches up and tries again, a few times.
+// That comparison visits every key name the queue ever had that etcd has not
+// compacted away, so TryAcquire is slower than Acquire on a cluster that does
+// not compact.
 //
 // It blocks only on RPCs (bounded by ctx). It returns an error wrapping
 // semaphore.ErrBroken when broken, semaphore.ErrTooLarge when n exceeds the
