@@ -62,8 +62,12 @@ func grantLease(ctx context.Context, cli *clientv3.Client, ttl, margin time.Dura
 		// A margin as long as the TTL would declare the lease lost at once.
 		l.margin = l.ttl / 2
 	}
+	// Under mu: the timer may fire at once (a grant slower than TTL-margin),
+	// and its callback reads l.timer.
+	l.mu.Lock()
 	l.deadline = sent.Add(l.ttl - l.margin)
 	l.timer = time.AfterFunc(time.Until(l.deadline), func() { l.checkDeadline(onLost) })
+	l.mu.Unlock()
 	go l.keepAlive(cli)
 	return l, nil
 }
