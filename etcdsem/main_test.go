@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -130,8 +131,22 @@ func newSem(t testing.TB, cli *clientv3.Client, name string, opts ...Option) *Se
 	return s
 }
 
-// testName returns a semaphore name unique to the test.
-func testName(t testing.TB) string { return "etcdsem-test/" + t.Name() }
+// testName returns a semaphore name unique to the test and to this run of it
+// (with -count, each run starts from a fresh history).
+func testName(t testing.TB) string {
+	t.Helper()
+	if n, ok := testNames.Load(t); ok {
+		return n.(string)
+	}
+	n := fmt.Sprintf("etcdsem-test/%s/%d", t.Name(), testRuns.Add(1))
+	testNames.Store(t, n)
+	return n
+}
+
+var (
+	testRuns  atomic.Int64
+	testNames sync.Map // testing.TB -> name
+)
 
 // testCtx returns a context bounding a test step.
 func testCtx(t testing.TB, d time.Duration) context.Context {

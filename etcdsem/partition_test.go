@@ -114,3 +114,28 @@ func deadlineOf(l *lease) time.Time {
 	defer l.mu.Unlock()
 	return l.deadline
 }
+
+// WithSemaphore cancels fn's context, with a cause wrapping ErrLost, when the
+// units are lost.
+func TestWithSemaphore_LossCancelsFnContext(t *testing.T) {
+	ep := sharedEndpoint(t)
+	name := testName(t)
+	px := newProxy(t, ep)
+	a := newSem(t, newClient(t, px.endpoint()), name, WithCapacity(1), WithTTL(2*time.Second), WithSafetyMargin(500*time.Millisecond))
+	ctx := testCtx(t, 30*time.Second)
+	started := make(chan struct{})
+	errc := make(chan error, 1)
+	go func() {
+		errc <- WithSemaphore(ctx, a, 1, func(fctx context.Context) error {
+			close(started)
+			<-fctx.Done()
+			return context.Cause(fctx)
+		})
+	}()
+	<-started
+	px.hold(true, true)
+	err := <-errc
+	assert.ErrorIs(t, err, ErrLost, "fn saw the loss as its context's cause")
+	px.release()
+	px.dropConns()
+}

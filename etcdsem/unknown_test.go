@@ -128,3 +128,30 @@ func warmUp(t testing.TB, ctx context.Context, s *Semaphore, log *grantLog) {
 	log.add(u)
 	require.NoError(t, u.Release(ctx))
 }
+
+// A write of this handle that lands after its caller is done (a frozen server
+// executing a request the client already retried elsewhere) is a ghost: the
+// handle deletes it when it sees it, so it cannot hold units for the life of
+// the lease.
+func TestAcquire_LateDuplicateWriteIsDeleted(t *testing.T) {
+	ep := sharedEndpoint(t)
+	name := testName(t)
+	direct := newClient(t, ep)
+	a := newSem(t, newClient(t, ep), name, WithCapacity(1))
+	log := &grantLog{}
+	ctx := testCtx(t, 30*time.Second)
+	u, err := a.Acquire(ctx, 1)
+	require.NoError(t, err)
+	log.add(u)
+	key, lease := u.r.key, u.r.lease.id
+	require.NoError(t, u.Release(ctx))
+	// The same write again, as the late duplicate would make it.
+	_, err = direct.Put(ctx, key, formatValue(1, time.Now(), "late"), clientv3.WithLease(lease))
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return noQueueKeys(t, direct, name) }, 10*time.Second, 10*time.Millisecond, "the ghost is deleted")
+	v, err := a.Acquire(ctx, 1)
+	require.NoError(t, err, "nothing holds the units")
+	log.add(v)
+	require.NoError(t, v.Release(ctx))
+	checkHistory(t, direct, name, log)
+}
