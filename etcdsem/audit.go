@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -73,7 +74,10 @@ func Audit(ctx context.Context, cli *clientv3.Client, name string) (AuditReport,
 }
 
 // replay calls apply with the events of each revision of the semaphore's keys
-// from revision from to revision to, in order.
+// from revision from to revision to, in order. It knows it has seen them all
+// when an event past to arrives, or when a progress notification (which the
+// server sends only once the watch has caught up) reports revision to or later:
+// a response's header revision alone says nothing of how far its events go.
 func replay(ctx context.Context, cli *clientv3.Client, name string, from, to int64, apply func([]*clientv3.Event)) error {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -84,27 +88,38 @@ func replay(ctx context.Context, cli *clientv3.Client, name string, from, to int
 			batch = nil
 		}
 	}
-	for resp := range cli.Watch(wctx, name+"/", clientv3.WithPrefix(), clientv3.WithRev(from)) {
-		if err := resp.Err(); err != nil {
-			return err
-		}
-		for _, ev := range resp.Events {
-			if ev.Kv.ModRevision > to {
-				flush()
+	wch := cli.Watch(wctx, name+"/", clientv3.WithPrefix(), clientv3.WithRev(from))
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-tick.C:
+			_ = cli.RequestProgress(wctx) // best effort: the next tick asks again
+			continue
+		case resp, ok := <-wch:
+			if !ok {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				return errors.New("watch ended before the history was read")
+			}
+			if err := resp.Err(); err != nil {
+				return err
+			}
+			for _, ev := range resp.Events {
+				if ev.Kv.ModRevision > to {
+					flush()
+					return nil
+				}
+				if len(batch) > 0 && batch[0].Kv.ModRevision != ev.Kv.ModRevision {
+					flush()
+				}
+				batch = append(batch, ev)
+			}
+			flush() // a response holds whole revisions
+			if resp.IsProgressNotify() && resp.Header.Revision >= to {
 				return nil
 			}
-			if len(batch) > 0 && batch[0].Kv.ModRevision != ev.Kv.ModRevision {
-				flush()
-			}
-			batch = append(batch, ev)
-		}
-		flush() // a response holds whole revisions
-		if resp.Header.Revision >= to {
-			return nil
 		}
 	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	return errors.New("watch ended before the history was read")
 }

@@ -139,22 +139,8 @@ func checkHistory(t *testing.T, cli *clientv3.Client, name string, log *grantLog
 	}
 
 	if last > 0 {
-		wctx, wcancel := context.WithCancel(ctx)
-		defer wcancel()
-		wch := cli.Watch(wctx, name+"/", clientv3.WithPrefix(), clientv3.WithRev(1))
-		cur := int64(0)
-	loop:
-		for resp := range wch {
-			require.NoError(t, resp.Err())
-			for _, ev := range resp.Events {
-				rev := ev.Kv.ModRevision
-				if rev > last {
-					break loop
-				}
-				if cur != 0 && rev != cur {
-					settle(cur)
-				}
-				cur = rev
+		err := replay(ctx, cli, name, 1, last, func(evs []*clientv3.Event) {
+			for _, ev := range evs {
 				key := string(ev.Kv.Key)
 				switch {
 				case key == name+"/cap":
@@ -173,26 +159,16 @@ func checkHistory(t *testing.T, cli *clientv3.Client, name string, log *grantLog
 					n, err := strconv.ParseInt(f[0], 10, 64)
 					require.NoError(t, err)
 					if k := keys[key]; k != nil {
-						assert.LessOrEqual(t, n, k.n, "a key's weight only drops (%s at %d)", key, rev)
+						assert.LessOrEqual(t, n, k.n, "a key's weight only drops (%s)", key)
 						k.n = n
 					} else {
 						keys[key] = &histKey{createRev: ev.Kv.CreateRevision, n: n}
 					}
 				}
 			}
-			if cur != 0 && resp.Header.Revision >= last {
-				settle(cur)
-				cur = 0
-				break
-			}
-			if cur != 0 {
-				settle(cur)
-				cur = 0
-			}
-		}
-		if cur != 0 {
-			settle(cur)
-		}
+			settle(evs[0].Kv.ModRevision)
+		})
+		require.NoError(t, err, "reading the history")
 	}
 	for rev, gs := range believed {
 		for _, g := range gs {
