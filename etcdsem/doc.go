@@ -1,0 +1,141 @@
+// Package etcdsem is the weighted, strictly FIFO semaphore of
+// github.com/fairsem/semaphore shared by processes and machines through etcd:
+// holders tied to a lease, told when they lose their units before anyone else
+// can be granted them, with fencing tokens.
+//
+//	s, err := etcdsem.New(ctx, client, "migrations", etcdsem.WithCapacity(3))
+//	...
+//	u, err := s.Acquire(ctx, 1)
+//	if err != nil {
+//		return err // names the semaphore, the request and the reason
+//	}
+//	defer u.Release(context.WithoutCancel(ctx))
+//	select {
+//	case <-u.Lost(): // the units may be someone else's now: stop
+//	...
+//	}
+//
+// WithSemaphore does the same around a function, cancelling its context when
+// the units are lost. Resize, Break and Repair administer the semaphore for
+// every handle; the command etcdsem/cmd/semctl does it from a shell.
+//
+// # Keys
+//
+// Under the name: "cap" holds the capacity (zero-padded decimal, so that etcd
+// compares values as numbers), "broken" is present while broken (its value is
+// the reason), and "q/<lease>-<seq>" is one key per acquire, waiting or
+// holding, attached to the handle's lease, whose value is its weight (then the
+// start time and the client's label, for Stats).
+//
+// # The rule, and why it gives strict FIFO
+//
+// At every revision, walk the queue keys in create-revision order with a
+// running sum of the weights of the keys that count: a waiting key dies if the
+// semaphore is broken or its weight exceeds the capacity (a dead key no longer
+// counts, and its owner fails with ErrBroken or ErrTooLarge and deletes it);
+// otherwise it is granted if the sum up to and including it is at most the
+// capacity. Every handle applies this rule to the same revisions of the same
+// keys (each handle keeps a mirror through one watch and decides only at
+// revision boundaries), so they agree without talking to each other and
+// without a lock; the tests' history checker replays the rule independently
+// over etcd's whole revision history.
+//
+//   - FIFO: a key's create revision is fixed and new keys always get later
+//     ones, so the keys ahead of a key are only ever fewer. A key behind a
+//     waiter adds the waiter's weight to its sum, so it cannot be granted
+//     before the waiter: a large request at the head holds back smaller ones,
+//     and is never starved.
+//   - Granted stays granted: the sum ahead of a key only drops (keys ahead
+//     leave; a holder's weight only drops, by Units.Return), and a grant is
+//     final: a shrinking Resize makes later keys wait until the held units fit,
+//     but never revokes a holder. Hence the granted keys are always a prefix
+//     of the live queue, and at the revision of each grant the units granted
+//     are at most the capacity.
+//   - Acquire is one transaction: if not broken, the capacity is at least n
+//     and the key is absent, put the key; otherwise read the key, the broken
+//     flag and the capacity. The handle's watch delivers the write's own event
+//     with the reply and grants the key at its creation revision if
+//     everything ahead fits, so an uncontended acquire is one round trip;
+//     otherwise the caller waits for the watch to grant it. (The transaction
+//     does not read the queue: a range over the queue's prefix costs a walk
+//     over every key name it ever had, which etcd keeps until compaction.) A
+//     retry after an unknown outcome takes the other branch and finds its
+//     earlier write: it keeps its place.
+//   - Release deletes the key only if its create revision is still the token,
+//     so a retried delete can never delete a newer key.
+//   - TryAcquire writes its key only in a transaction that fails if any queue
+//     key, the capacity or the broken flag changed since the view it decided
+//     on, so its key is granted at creation or never written: it never jumps
+//     the queue and never appears in it.
+//
+// # Why Lost closes before anyone else is granted the units
+//
+// Another key can be granted a holder's units only after the holder's key is
+// deleted, and a key that is not released is deleted only when its lease
+// expires on the server. The server expires a lease its TTL after the last
+// renewal it received, or later (a new leader extends every lease). A handle
+// notes the time just before it sends each renewal; when a renewal is
+// acknowledged the lease is safe until that send time plus the TTL, an instant
+// that is never after the server's expiry. Lost closes at that instant minus
+// the safety margin (WithSafetyMargin), which covers a late timer and a
+// difference in clock rate over one TTL. So, with clocks that advance at
+// nearly the same rate (not synchronized clocks: only durations are
+// compared), Lost closes before the server can delete the key, hence before
+// the next grant. etcd's concurrency.Session instead counts from the arrival
+// of the reply and checks once a second, and can tell a partitioned holder
+// after the next waiter was already granted. The partition test measures the
+// lead.
+//
+// Lost also closes when the key is deleted by someone else (an operator) or
+// the lease is found revoked; then the others may already have the units, and
+// the fencing token is the defence: Units.Token is the key's create revision,
+// which increases with every grant across the cluster, so a resource that
+// rejects writes carrying a token lower than the highest it has seen rejects a
+// stale holder.
+//
+// # Differences from the in-process semaphore, and why
+//
+//   - Methods take a context and may fail with an RPC error: etcd may be
+//     unreachable. New, Release, Return, Resize, Break, Repair and Stats do
+//     I/O; TryAcquire does too, though it never waits in the queue, and it
+//     returns an error (ErrBroken, ErrTooLarge) where the in-process one
+//     returns false, because a remote caller cannot otherwise tell why.
+//   - Units can be lost (Lost, ErrLost), which in-process units cannot.
+//   - Break's cause crosses processes as text: waiters' errors wrap
+//     semaphore.ErrBroken and carry the reason, not the original error value.
+//     The broken state is stored, so it survives restarts: Repair clears it.
+//     Holders keep their units and may release them while broken, and Resize
+//     works while broken.
+//   - A cancellation racing a grant: as in-process, the caller sees its
+//     context error and the units pass on (its key is deleted).
+//   - No Consume, Split, Adopt or WithMaxWaiters. Consume would let
+//     availability go negative, which the rule cannot express without a key
+//     that jumps the queue. A split off part of a holding would need a new
+//     key, and every new key is created behind the waiters. A bound on waiters
+//     would need a count read and checked in the acquire transaction, which
+//     every acquire would contend on. Return (giving back part of a holding
+//     in place) is supported.
+//   - Errors name the semaphore by its etcd name; "queued behind N" is not
+//     reported (it would cost a read per failure).
+//   - A new handle replays the history of the keys it finds, from just before
+//     the oldest was created, to learn which are granted. Where that history
+//     was compacted, or its watch later fell behind a compaction, it cannot
+//     know what it missed: it counts keys of unknown state as holders (making
+//     its own acquires wait longer than needed, never shorter), Stats reports
+//     them as waiters, and a compaction fails its waiters with ErrLost rather
+//     than guess whether they were granted in the gap.
+//
+// # Decisions where the design leaves room
+//
+//   - One lease per handle, created on the first acquire and replaced after a
+//     loss, renewed every third of the TTL and retried at once on failure.
+//     Default TTL 10s, safety margin a tenth of it (at least 500ms); etcd may
+//     raise the TTL to its minimum.
+//   - One watch per handle (leader required, re-established from the next
+//     unseen revision on any error), so a release costs every handle one event
+//     and no RPC, however many of its callers wait.
+//   - A missing capacity is 0: every acquire of units fails with ErrTooLarge
+//     until Resize or WithCapacity sets one.
+//   - Close revokes the lease: every unit of the handle is given back at once,
+//     its waiters fail with ErrClosed; Release afterwards returns nil.
+package etcdsem

@@ -1,0 +1,186 @@
+package etcdsem
+
+import (
+	"context"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// grantLog records the grants clients believed they got, for the checker.
+type grantLog struct {
+	mu     sync.Mutex
+	grants []clientGrant
+}
+
+type clientGrant struct {
+	key      string
+	token    int64
+	n        int64
+	grantRev int64
+}
+
+func (g *grantLog) add(u *Units) {
+	u.s.mu.Lock()
+	c := clientGrant{key: u.r.key, token: u.token, n: u.r.n, grantRev: u.r.grantRev}
+	u.s.mu.Unlock()
+	g.mu.Lock()
+	g.grants = append(g.grants, c)
+	g.mu.Unlock()
+}
+
+// histKey is the checker's own record of a queue key.
+type histKey struct {
+	createRev int64
+	n         int64
+	granted   bool
+	dead      bool
+	grantRev  int64
+}
+
+// checkHistory replays every revision of the semaphore's keys from the first
+// and asserts at each revision:
+//   - capacity: when a key is granted, the weights of all granted keys add up
+//     to at most the capacity at that revision (a shrinking Resize may later
+//     leave holders above it: holders are never revoked);
+//   - FIFO: the granted keys are a prefix of the live keys in create order, so
+//     no key was granted while an earlier one waited;
+//   - no double grant: every grant a client believed it got is one the rule
+//     granted, of a key that existed with that token, at or before the
+//     revision the client decided at; and no two client grants share a key.
+//
+// It returns the number of grants the rule made.
+func checkHistory(t *testing.T, cli *clientv3.Client, name string, log *grantLog) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	head, err := cli.Get(ctx, name+"/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	require.NoError(t, err)
+	last := head.Header.Revision
+
+	var (
+		keys     = map[string]*histKey{}
+		capacity int64
+		broken   bool
+		grants   int
+		// grantedAt[key] = (createRev, grantRev) for every key the rule granted
+		grantedAt = map[string][][2]int64{}
+		believed  = map[int64][]clientGrant{} // by grantRev
+		seen      = map[string]bool{}
+	)
+	if log != nil {
+		log.mu.Lock()
+		for _, g := range log.grants {
+			assert.False(t, seen[g.key+"@"+strconv.FormatInt(g.token, 10)], "no double grant: key %s token %d reported twice", g.key, g.token)
+			seen[g.key+"@"+strconv.FormatInt(g.token, 10)] = true
+			believed[g.grantRev] = append(believed[g.grantRev], g)
+		}
+		log.mu.Unlock()
+	}
+	settle := func(rev int64) {
+		ordered := make([]string, 0, len(keys))
+		for k := range keys {
+			ordered = append(ordered, k)
+		}
+		sort.Slice(ordered, func(i, j int) bool { return keys[ordered[i]].createRev < keys[ordered[j]].createRev })
+		var sum, held int64
+		newGrant := false
+		for _, name := range ordered {
+			k := keys[name]
+			if k.dead {
+				continue
+			}
+			if !k.granted {
+				switch {
+				case broken || k.n > capacity:
+					k.dead = true
+					continue
+				case sum+k.n <= capacity:
+					k.granted, k.grantRev, newGrant = true, rev, true
+					grants++
+					grantedAt[name] = append(grantedAt[name], [2]int64{k.createRev, rev})
+				}
+			}
+			sum += k.n
+		}
+		waitingSeen := false
+		for _, name := range ordered {
+			k := keys[name]
+			if k.dead {
+				continue
+			}
+			if k.granted {
+				held += k.n
+				assert.False(t, waitingSeen, "FIFO at revision %d: %s granted behind a waiting key", rev, name)
+			} else {
+				waitingSeen = true
+			}
+		}
+		if newGrant {
+			assert.LessOrEqual(t, held, capacity, "capacity at revision %d: %d units granted, capacity %d", rev, held, capacity)
+		}
+		for _, g := range believed[rev] {
+			k := keys[g.key]
+			if assert.NotNil(t, k, "client grant of %s at revision %d: key absent", g.key, rev) {
+				assert.Equal(t, g.token, k.createRev, "client grant of %s: token", g.key)
+				assert.True(t, k.granted, "client grant of %s at revision %d: the rule had not granted it", g.key, rev)
+				assert.LessOrEqual(t, k.grantRev, rev, "client grant of %s: granted by the rule later", g.key)
+			}
+			delete(believed, rev)
+		}
+	}
+
+	if last > 0 {
+		err := replay(ctx, cli, name, 1, last, func(evs []*clientv3.Event) {
+			for _, ev := range evs {
+				key := string(ev.Kv.Key)
+				switch {
+				case key == name+"/cap":
+					capacity = 0
+					if ev.Type == mvccpb.PUT {
+						capacity, _ = strconv.ParseInt(string(ev.Kv.Value), 10, 64)
+					}
+				case key == name+"/broken":
+					broken = ev.Type == mvccpb.PUT
+				case strings.HasPrefix(key, name+"/q/"):
+					if ev.Type == mvccpb.DELETE {
+						delete(keys, key)
+						continue
+					}
+					f := strings.Fields(string(ev.Kv.Value))
+					n, err := strconv.ParseInt(f[0], 10, 64)
+					require.NoError(t, err)
+					if k := keys[key]; k != nil {
+						assert.LessOrEqual(t, n, k.n, "a key's weight only drops (%s)", key)
+						k.n = n
+					} else {
+						keys[key] = &histKey{createRev: ev.Kv.CreateRevision, n: n}
+					}
+				}
+			}
+			settle(evs[0].Kv.ModRevision)
+		})
+		require.NoError(t, err, "reading the history")
+	}
+	for rev, gs := range believed {
+		for _, g := range gs {
+			t.Errorf("client grant of %s at revision %d: no such revision in the history", g.key, rev)
+		}
+	}
+	for key, gs := range grantedAt {
+		created := map[int64]bool{}
+		for _, g := range gs {
+			assert.False(t, created[g[0]], "no double grant: %s (token %d) granted twice", key, g[0])
+			created[g[0]] = true
+		}
+	}
+	return grants
+}

@@ -1,0 +1,141 @@
+package etcdsem
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// The headline guarantee: a holder cut off from etcd is told it lost its units
+// (Lost closes) strictly before anyone else can be granted them: before the
+// server deletes its key, which every other grant waits for.
+func TestPartition_LostClosesBeforeTheNextGrant(t *testing.T) {
+	ep := sharedEndpoint(t)
+	name := testName(t)
+	px := newProxy(t, ep)
+	acli := newClient(t, px.endpoint())
+	a := newSem(t, acli, name, WithCapacity(1), WithTTL(2*time.Second), WithSafetyMargin(500*time.Millisecond))
+	obs := newClient(t, ep)
+	b := newSem(t, newClient(t, ep), name)
+	log := &grantLog{}
+	ctx := testCtx(t, time.Minute)
+
+	for round := range 2 {
+		h, err := a.Acquire(ctx, 1)
+		require.NoError(t, err)
+		log.add(h)
+		// An observer on its own connection timestamps the deletion of h's key.
+		wctx, wcancel := context.WithCancel(ctx)
+		wch := obs.Watch(wctx, name+"/q/", clientv3.WithPrefix(), clientv3.WithRev(h.Token()+1))
+		deleted := make(chan time.Time, 1)
+		go func() {
+			for resp := range wch {
+				for _, ev := range resp.Events {
+					if ev.Type == mvccpb.DELETE && ev.Kv.ModRevision > h.Token() && strings.HasSuffix(string(ev.Kv.Key), h.r.key[strings.LastIndex(h.r.key, "/"):]) {
+						deleted <- time.Now()
+						return
+					}
+				}
+			}
+		}()
+		granted := make(chan time.Time, 1)
+		var next *Units
+		go func() {
+			u, err := b.Acquire(ctx, 1)
+			assert.NoError(t, err)
+			next = u
+			granted <- time.Now()
+		}()
+		waitWaiters(t, b, 1)
+
+		// Let a renewal through first, so the loss is counted from one.
+		first := deadlineOf(h.r.lease)
+		require.Eventually(t, func() bool { return deadlineOf(h.r.lease).After(first) }, 10*time.Second, 10*time.Millisecond)
+		px.hold(true, true)
+		heldAt := time.Now()
+		var lostAt time.Time
+		select {
+		case <-h.Lost():
+			lostAt = time.Now()
+		case <-ctx.Done():
+			t.Fatal("Lost never closed")
+		}
+		deletedAt := <-deleted
+		grantedAt := <-granted
+		wcancel()
+		assert.True(t, lostAt.Before(deletedAt), "Lost closed %v after the key was deleted", lostAt.Sub(deletedAt))
+		assert.True(t, lostAt.Before(grantedAt), "Lost closed %v after the next grant", lostAt.Sub(grantedAt))
+		// The last renewal that got through was sent before the cut, so Lost
+		// is due at most TTL-margin after it (plus a late timer's slack).
+		assert.LessOrEqual(t, lostAt.Sub(heldAt), 1500*time.Millisecond+400*time.Millisecond,
+			"Lost closes TTL minus the margin after the last renewal sent")
+		t.Logf("round %d: Lost closed %v before the key's deletion was seen and %v before the next grant",
+			round, deletedAt.Sub(lostAt).Round(time.Millisecond), grantedAt.Sub(lostAt).Round(time.Millisecond))
+		assert.ErrorIs(t, h.Err(), ErrLost)
+		log.add(next)
+
+		px.release()
+		px.dropConns()
+		assert.ErrorIs(t, h.Release(ctx), ErrLost, "releasing lost units reports the loss")
+		require.NoError(t, next.Release(ctx))
+	}
+	checkHistory(t, obs, name, log)
+}
+
+// Renewals keep units: a holder keeps them for several TTLs, and each renewal
+// moves the loss deadline to its send time plus the TTL minus the margin.
+func TestLease_RenewalsKeepUnitsPastTheTTL(t *testing.T) {
+	cli := newClient(t, sharedEndpoint(t))
+	s := newSem(t, cli, testName(t), WithCapacity(1), WithTTL(2*time.Second), WithSafetyMargin(500*time.Millisecond))
+	ctx := testCtx(t, 30*time.Second)
+	u, err := s.Acquire(ctx, 1)
+	require.NoError(t, err)
+	l := u.r.lease
+	first := deadlineOf(l)
+	select {
+	case <-u.Lost():
+		t.Fatalf("lost while renewed: %v", u.Err())
+	case <-time.After(5 * time.Second): // several TTLs: the claim is about elapsed time
+	}
+	assert.True(t, deadlineOf(l).After(first.Add(3*time.Second)), "renewals moved the deadline")
+	assert.WithinDuration(t, time.Now().Add(1500*time.Millisecond), deadlineOf(l), 1200*time.Millisecond,
+		"the deadline is a renewal's send time plus TTL minus margin")
+	require.NoError(t, u.Release(ctx))
+}
+
+func deadlineOf(l *lease) time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.deadline
+}
+
+// WithSemaphore cancels fn's context, with a cause wrapping ErrLost, when the
+// units are lost.
+func TestWithSemaphore_LossCancelsFnContext(t *testing.T) {
+	ep := sharedEndpoint(t)
+	name := testName(t)
+	px := newProxy(t, ep)
+	a := newSem(t, newClient(t, px.endpoint()), name, WithCapacity(1), WithTTL(2*time.Second), WithSafetyMargin(500*time.Millisecond))
+	ctx := testCtx(t, 30*time.Second)
+	started := make(chan struct{})
+	errc := make(chan error, 1)
+	go func() {
+		errc <- WithSemaphore(ctx, a, 1, func(fctx context.Context) error {
+			close(started)
+			<-fctx.Done()
+			return context.Cause(fctx)
+		})
+	}()
+	<-started
+	px.hold(true, true)
+	err := <-errc
+	assert.ErrorIs(t, err, ErrLost, "fn saw the loss as its context's cause")
+	px.release()
+	px.dropConns()
+}

@@ -1,0 +1,211 @@
+package etcdsem
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/fairsem/semaphore"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// A Semaphore is a handle on a weighted, strictly FIFO semaphore kept in etcd
+// under a name, shared by every handle on that name in any process. Acquire
+// waits for units in arrival order and returns Units tied to the handle's lease:
+// they come back when released, when the handle is closed, or when the holder
+// stops renewing the lease (it crashed or was cut off); in the last case the
+// holder's Units.Lost closes first. TryAcquire takes units only if that jumps
+// nobody. Resize, Break and Repair administer the semaphore for every handle.
+//
+// A Semaphore keeps one watch on the name's keys and one lease, created on the
+// first acquire and replaced if lost. It is safe for concurrent use. Close it
+// when done: that gives back every unit it holds.
+type Semaphore struct {
+	// fixed after New
+	cli       *clientv3.Client
+	name      string
+	qprefix   string // name + "/q/": one key per acquire, waiting or holding
+	capKey    string // name + "/cap": the capacity, zero-padded so values compare as numbers
+	brokenKey string // name + "/broken": present while broken; the value is the reason
+	cfg       config
+	stopWatch context.CancelFunc
+	bgCtx     context.Context // done when the handle closes
+	wg        sync.WaitGroup  // the watch goroutine and background key deletions
+
+	mu     sync.Mutex
+	closed bool   // guarded by mu; terminal
+	lease  *lease // guarded by mu; nil before the first acquire and after a loss
+	seq    uint64 // guarded by mu; numbers this handle's keys
+	mine   map[string]*request
+	q      queue // guarded by mu: the mirror of the keys in etcd and the grant rule
+}
+
+// New returns a handle on the semaphore name, reading its state from etcd (with
+// ctx) and, with WithCapacity, creating it if absent. The name is a key prefix:
+// the semaphore's keys are name+"/cap", name+"/broken" and name+"/q/...".
+// Without WithCapacity and without an existing capacity, the capacity is 0 and
+// every acquire of units fails with ErrTooLarge until Resize sets one.
+func New(ctx context.Context, cli *clientv3.Client, name string, opts ...Option) (*Semaphore, error) {
+	if cli == nil {
+		panic(fmt.Sprintf("etcdsem: New(%q): nil client", name))
+	}
+	if name == "" || strings.HasSuffix(name, "/") {
+		panic(fmt.Sprintf("etcdsem: New(%q): the name must be non-empty and not end in /", name))
+	}
+	host, _ := os.Hostname()
+	cfg := config{ttl: 10 * time.Second, margin: -1, clientTag: host + ":" + strconv.Itoa(os.Getpid())}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg.margin < 0 {
+		cfg.margin = max(cfg.ttl/10, 500*time.Millisecond)
+	}
+	s := &Semaphore{
+		cli:       cli,
+		name:      name,
+		qprefix:   name + "/q/",
+		capKey:    name + "/cap",
+		brokenKey: name + "/broken",
+		cfg:       cfg,
+		mine:      make(map[string]*request),
+	}
+	s.q.init(s)
+	if cfg.hasCap {
+		_, err := cli.Txn(ctx).
+			If(clientv3.Compare(clientv3.Version(s.capKey), "=", 0)).
+			Then(clientv3.OpPut(s.capKey, formatUnits(cfg.capacity))).Commit()
+		if err != nil {
+			return nil, s.errorf("create", "%w", err)
+		}
+	}
+	resp, err := cli.Get(ctx, name+"/", clientv3.WithPrefix())
+	if err != nil {
+		return nil, s.errorf("read state", "%w", err)
+	}
+	s.loadState(ctx, resp)
+	wctx, cancel := context.WithCancel(context.Background())
+	s.stopWatch, s.bgCtx = cancel, wctx
+	s.wg.Add(1)
+	go s.watch(wctx)
+	return s, nil
+}
+
+// loadState sets the mirror from a read of every key. A queue key present then
+// may be a holder kept by a shrinking Resize or a waiter: only the history can
+// tell, so loadState replays it from just before the oldest queue key was
+// created, through the rule. If that history is compacted, keys that do not fit
+// are counted but their state stays unknown (see queue).
+func (s *Semaphore) loadState(ctx context.Context, now *clientv3.GetResponse) {
+	oldest := int64(0)
+	for _, kv := range now.Kvs {
+		if strings.HasPrefix(string(kv.Key), s.qprefix) && (oldest == 0 || kv.CreateRevision < oldest) {
+			oldest = kv.CreateRevision
+		}
+	}
+	if oldest > 1 {
+		base, err := s.cli.Get(ctx, s.name+"/", clientv3.WithPrefix(), clientv3.WithRev(oldest-1))
+		if err == nil {
+			s.q.load(oldest-1, base.Kvs)
+			err = replay(ctx, s.cli, s.name, oldest, now.Header.Revision, s.q.applyEvents)
+			if err == nil {
+				s.q.advance(now.Header.Revision)
+				return
+			}
+		}
+		s.q = queue{}
+		s.q.init(s) // compacted or failed: start again from the current state
+	}
+	s.q.load(now.Header.Revision, now.Kvs)
+}
+
+// Name returns the semaphore's name.
+func (s *Semaphore) Name() string { return s.name }
+
+// Close gives back every unit this handle holds (by revoking its lease), fails
+// its waiters with ErrClosed and stops its watch. Later calls fail with
+// ErrClosed. Close waits at most the lease TTL for etcd; if etcd cannot be
+// reached the units come back when the lease expires.
+func (s *Semaphore) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	l := s.lease
+	s.lease = nil
+	for _, r := range s.mine {
+		r.finish(stateFailed, s.errorf("acquire", "%d units: %w", r.n, ErrClosed))
+	}
+	s.mu.Unlock()
+	var err error
+	if l != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), l.ttl)
+		err = l.close(ctx, s.cli)
+		cancel()
+	}
+	s.stopWatch()
+	s.wg.Wait()
+	if err != nil {
+		return s.errorf("close", "revoke lease: %w", err)
+	}
+	return nil
+}
+
+// currentLease returns the handle's lease, granting a new one if there is none.
+func (s *Semaphore) currentLease(ctx context.Context) (*lease, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, ErrClosed
+	}
+	if s.lease != nil {
+		return s.lease, nil
+	}
+	// Granting under mu keeps one lease per handle; the RPC is rare (once, and
+	// after a loss) and the callers serialized here all need it anyway.
+	l, err := grantLease(ctx, s.cli, s.cfg.ttl, s.cfg.margin, s.leaseLost)
+	if err != nil {
+		return nil, err
+	}
+	s.lease = l
+	return l, nil
+}
+
+// leaseLost runs once when l is lost: every request on it fails, every holder
+// on it is told.
+func (s *Semaphore) leaseLost(l *lease) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.lease == l {
+		s.lease = nil
+	}
+	cause := l.err()
+	for key, r := range s.mine {
+		if r.lease != l {
+			continue
+		}
+		switch r.state {
+		case stateWaiting:
+			r.finish(stateFailed, s.errorf("acquire", "%d units: %w", r.n, cause))
+		case stateHeld, stateReleasing:
+			r.markLost(cause)
+		}
+		delete(s.mine, key)
+	}
+}
+
+// formatUnits writes a capacity so that etcd's byte-wise comparison of values
+// orders capacities as numbers (a transaction compares cap >= n).
+func formatUnits(n int64) string { return fmt.Sprintf("%020d", n) }
+
+// checkUnits panics on a negative or oversized count: a programmer error.
+func checkUnits(op, what string, n int64) {
+	if n < 0 || n > semaphore.MaxUnits {
+		panic(fmt.Sprintf("etcdsem: %s: %s %d out of range [0, %d]", op, what, n, int64(semaphore.MaxUnits)))
+	}
+}

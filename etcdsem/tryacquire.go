@@ -1,0 +1,135 @@
+package etcdsem
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/fairsem/semaphore"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// TryAcquire takes n units if they are free and nobody waits, and reports
+// whether it did. It never jumps the queue and never appears in it: it decides
+// on this handle's view of the queue, then writes its key in a transaction that
+// fails if any queue key was written or the capacity or the broken state
+// changed since that view, so the key it writes is granted by the rule at its
+// creation. When its view was stale it catches up and tries again, a few times.
+// That comparison visits every key name the queue ever had that etcd has not
+// compacted away, so TryAcquire is slower than Acquire on a cluster that does
+// not compact.
+//
+// It blocks only on RPCs (bounded by ctx). It returns an error wrapping
+// semaphore.ErrBroken when broken, semaphore.ErrTooLarge when n exceeds the
+// capacity, ErrClosed after Close, or the RPC error; an RPC whose outcome is
+// unknown returns its error, and a key it may have written is deleted when the
+// watch sees it. It panics if n is negative or above semaphore.MaxUnits.
+func (s *Semaphore) TryAcquire(ctx context.Context, n int64) (*Units, bool, error) {
+	s.checkUnits("TryAcquire", n)
+	start := time.Now()
+	if ctx.Err() != nil {
+		return nil, false, s.waitError(ctx, n, start)
+	}
+	if err := s.catchUp(ctx); err != nil {
+		return nil, false, s.rpcError(ctx, "try acquire", n, start, err)
+	}
+	for attempt := 0; attempt < 4; attempt++ {
+		l, err := s.currentLease(ctx)
+		if err != nil {
+			return nil, false, s.rpcError(ctx, "try acquire", n, start, err)
+		}
+		s.mu.Lock()
+		switch {
+		case s.closed:
+			s.mu.Unlock()
+			return nil, false, s.errorf("try acquire", "%d units: %w", n, ErrClosed)
+		case s.q.broken:
+			err := s.errorf("try acquire", "%d units: broken: %s: %w", n, s.q.reason, semaphore.ErrBroken)
+			s.mu.Unlock()
+			return nil, false, err
+		case n > s.q.capacity:
+			err := s.errorf("try acquire", "%d units: more than the capacity %d: %w", n, s.q.capacity, semaphore.ErrTooLarge)
+			s.mu.Unlock()
+			return nil, false, err
+		}
+		ok, rev := s.q.fits(n)
+		if !ok {
+			s.mu.Unlock()
+			return nil, false, nil
+		}
+		capRev := s.q.capRev
+		r := s.newRequestLocked(l, n)
+		s.mu.Unlock()
+
+		resp, err := s.cli.Txn(ctx).If(
+			clientv3.Compare(clientv3.ModRevision(s.qprefix), "<", rev+1).WithPrefix(),
+			clientv3.Compare(clientv3.ModRevision(s.capKey), "=", capRev),
+			clientv3.Compare(clientv3.Version(s.brokenKey), "=", 0),
+		).Then(
+			clientv3.OpPut(r.key, formatValue(n, r.born, s.cfg.clientTag), clientv3.WithLease(l.id)),
+		).Commit()
+		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+			l.fail(fmt.Errorf("lease %x not found on the server: %w", int64(l.id), ErrLost))
+			continue
+		}
+		s.mu.Lock()
+		if err != nil {
+			s.abandonLocked(r)
+			s.mu.Unlock()
+			return nil, false, s.rpcError(ctx, "try acquire", n, start, err)
+		}
+		if resp.Succeeded {
+			r.createRev = resp.Header.Revision
+			if r.state == stateWaiting {
+				r.grantRev = r.createRev
+				r.finish(stateHeld, nil)
+			}
+			defer s.mu.Unlock()
+			if r.state != stateHeld {
+				return nil, false, r.err // the lease was lost meanwhile
+			}
+			return &Units{s: s, r: r, token: r.createRev}, true, nil
+		}
+		r.finish(stateFailed, nil)
+		delete(s.mine, r.key) // the transaction failed as a whole: nothing written
+		s.mu.Unlock()
+		if err := s.waitRevision(ctx, resp.Header.Revision); err != nil {
+			return nil, false, s.rpcError(ctx, "try acquire", n, start, err)
+		}
+	}
+	return nil, false, nil
+}
+
+// catchUp waits until the mirror has applied every revision committed before
+// the call: a linearizable read gives the current revision.
+func (s *Semaphore) catchUp(ctx context.Context) error {
+	resp, err := s.cli.Get(ctx, s.capKey, clientv3.WithCountOnly())
+	if err != nil {
+		return err
+	}
+	return s.waitRevision(ctx, resp.Header.Revision)
+}
+
+// waitRevision waits until the mirror has applied revision rev.
+func (s *Semaphore) waitRevision(ctx context.Context, rev int64) error {
+	for {
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			return ErrClosed
+		}
+		if s.q.rev >= rev {
+			s.mu.Unlock()
+			return nil
+		}
+		ch := s.q.advanced
+		s.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}

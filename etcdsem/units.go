@@ -1,0 +1,153 @@
+package etcdsem
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/fairsem/semaphore"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// Units are units held by one acquire: one key in etcd, attached to the
+// handle's lease. They are held until Release, Return of all of them, Close of
+// the handle, or their loss, which Lost reports.
+type Units struct {
+	s     *Semaphore
+	r     *request
+	token int64 // fixed: the key's create revision
+}
+
+// Token returns the fencing token: the create revision of the units' key.
+// Tokens increase with every grant across the cluster, so a resource that
+// remembers the highest token it has seen can reject a write from a holder that
+// lost its units to a later one.
+func (u *Units) Token() int64 { return u.token }
+
+// Count returns the units held: those acquired, less those returned; 0 after
+// Release.
+func (u *Units) Count() int64 {
+	u.s.mu.Lock()
+	defer u.s.mu.Unlock()
+	if u.r.state != stateHeld && u.r.state != stateReleasing {
+		return 0
+	}
+	return u.r.n
+}
+
+// Lost returns a channel that is closed when the units are lost: the lease was
+// not renewed in time (it is closed before the lease can expire on the server,
+// so before anyone else can be granted these units), it expired or was revoked,
+// or the key was deleted by someone else. It is never closed by Release.
+func (u *Units) Lost() <-chan struct{} { return u.r.lost }
+
+// Err returns why the units were lost (an error wrapping ErrLost), or nil.
+func (u *Units) Err() error {
+	u.s.mu.Lock()
+	defer u.s.mu.Unlock()
+	if u.r.state != stateLost {
+		return nil
+	}
+	return u.s.errorf("units", "token %d: %w", u.token, u.r.err)
+}
+
+// Release gives the units back: it deletes the key if its create revision is
+// still the token, so a retry can never delete a newer key. It is idempotent
+// and safe to retry after an error, and nil-safe. It returns nil once the units
+// are given back, an error wrapping ErrLost if they had been lost before (so
+// the caller learns its critical section may not have been exclusive), and
+// the RPC error if etcd could not be reached (retry, or let the lease expire).
+// Releasing after the handle's Close returns nil: Close gave the units back.
+func (u *Units) Release(ctx context.Context) error {
+	if u == nil {
+		return nil
+	}
+	s, r := u.s, u.r
+	s.mu.Lock()
+	switch r.state {
+	case stateReleased, stateFailed, stateAbandoned:
+		s.mu.Unlock()
+		return nil
+	case stateLost:
+		s.mu.Unlock()
+		return u.Err()
+	}
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	r.state = stateReleasing
+	s.mu.Unlock()
+	resp, err := s.cli.Txn(ctx).
+		If(clientv3.Compare(clientv3.CreateRevision(r.key), "=", u.token)).
+		Then(clientv3.OpDelete(r.key)).Commit()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case r.state == stateLost:
+		return s.errorf("release", "token %d: %w", u.token, r.err)
+	case err != nil:
+		if r.state == stateReleasing {
+			r.state = stateHeld
+		}
+		r.releaseTried = true
+		return s.errorf("release", "token %d: %w", u.token, err)
+	case !resp.Succeeded && r.state != stateReleased && !r.releaseTried:
+		// The key was gone before our delete and the watch has not said why yet.
+		r.markLost(fmt.Errorf("key %s was already gone: %w", r.key, ErrLost))
+		delete(s.mine, r.key)
+		return s.errorf("release", "token %d: %w", u.token, r.err)
+	}
+	r.state = stateReleased
+	delete(s.mine, r.key)
+	return nil
+}
+
+// Return gives back m of the units and keeps the rest (lowering the key's
+// weight in place, so the holder keeps its place and its token). Returning all
+// of them is Release. It returns an error wrapping semaphore.ErrInsufficientUnits
+// if m exceeds Count, ErrLost if the units were lost, or the RPC error. It
+// panics if m is negative.
+func (u *Units) Return(ctx context.Context, m int64) error {
+	s, r := u.s, u.r
+	s.checkUnits("Units.Return", m)
+	s.mu.Lock()
+	if r.state == stateLost {
+		s.mu.Unlock()
+		return u.Err()
+	}
+	held := r.n
+	if r.state != stateHeld {
+		held = 0
+	}
+	if m > held {
+		s.mu.Unlock()
+		return s.errorf("return", "%d units of token %d holding %d: %w", m, u.token, held, semaphore.ErrInsufficientUnits)
+	}
+	s.mu.Unlock()
+	if m == held {
+		return u.Release(ctx)
+	}
+	if m == 0 {
+		return nil
+	}
+	// The new weight is written from the count at the time of the call; two
+	// concurrent Returns on one Units are a programmer error, as with any
+	// non-atomic read-modify-write, and the guard below only keeps the key.
+	resp, err := s.cli.Txn(ctx).
+		If(clientv3.Compare(clientv3.CreateRevision(r.key), "=", u.token)).
+		Then(clientv3.OpPut(r.key, formatValue(held-m, r.born, s.cfg.clientTag), clientv3.WithIgnoreLease())).Commit()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case err != nil:
+		return s.errorf("return", "%d units of token %d: %w", m, u.token, err)
+	case !resp.Succeeded:
+		r.markLost(fmt.Errorf("key %s was already gone: %w", r.key, ErrLost))
+		delete(s.mine, r.key)
+		return s.errorf("return", "%d units of token %d: %w", m, u.token, r.err)
+	}
+	if r.state == stateHeld {
+		r.n = held - m
+	}
+	return nil
+}
