@@ -160,6 +160,7 @@ func (c *Controller) Break(err error) {
 		c.broken = fmt.Errorf("%w: %w", ErrBroken, err)
 	}
 	c.failAllLocked(func(w *waiter) error { return c.errorf(w.what(), "%w", c.broken) })
+	c.maybeAdmitLocked() // in a group, a failed head may have held the pool against others
 }
 
 func (c *Controller) failAllLocked(reason func(*waiter) error) {
