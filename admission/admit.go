@@ -242,7 +242,7 @@ func (c *Controller) maybeAdmitLocked() {
 }
 
 // admitQueueLocked is maybeAdmitLocked for this controller's queues alone. It
-// reports whether it settled any waiter of the admission queue.
+// reports whether it settled any waiter of the admission queue or granted memory.
 func (c *Controller) admitQueueLocked() (settled bool) {
 	for c.queue.Len() > 0 {
 		w := c.queue.Front().Value.(*waiter)
@@ -260,12 +260,10 @@ func (c *Controller) admitQueueLocked() (settled bool) {
 		case c.evictionHelpsLocked(b, w.p.base, w.seq):
 			c.evictLocked(c.inactive.Front().Value.(*Parked), EvictedForAdmission)
 		default:
-			c.grantMemoryLocked()
-			return settled
+			return c.grantMemoryLocked() || settled
 		}
 	}
-	c.grantMemoryLocked()
-	return settled
+	return c.grantMemoryLocked() || settled
 }
 
 func (c *Controller) shouldShedLocked(w *waiter) bool {

@@ -126,6 +126,7 @@ func (pk *Parked) Resume() (io.Closer, bool) {
 	}
 	c.unparkLocked(pk)
 	pk.p.setPhaseLocked(Active)
+	c.takenLocked() // its marks count again: in a group, its member's head may stop claiming the pool
 	return pk.value, true
 }
 
