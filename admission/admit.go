@@ -43,10 +43,20 @@ func (c *Controller) Do(ctx context.Context, op string, memory int64, fn func(co
 }
 
 // Track returns a tracking-only permit for operation op: it skips admission and
-// holds no base resources, and only accounts the memory consumed through it.
+// holds no base resources, and only accounts the memory consumed through it. After
+// Close (or Group.Remove) the controller tracks nothing new: Track returns a permit
+// that is already released, on which Consume and RequestMemory fail with
+// ErrReleased and take nothing.
 func (c *Controller) Track(op string) *Permit {
 	p := &Permit{c: c, op: op, phase: Active}
 	c.mu.Lock()
+	if c.closed {
+		// Close may have returned (and a removed member left its group): a permit
+		// registered now would hold memory nobody waits for or accounts.
+		p.phase = Released
+		c.unlock()
+		return p
+	}
 	c.permits[p] = struct{}{}
 	c.stats.TotalPermits++
 	c.unlock()

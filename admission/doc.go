@@ -142,6 +142,8 @@
 //   - Eviction releases a parked permit's base resources; memory it consumed stays
 //     accounted to it until returned or released.
 //   - Releasing a parked permit unregisters it and closes its value.
+//   - Track after Close (or Group.Remove) returns a permit that is already
+//     released, so that nothing is held once Close has returned.
 //   - A permit may have several RequestMemory calls waiting at once (several
 //     goroutines may serve one request); they are granted in FIFO order with
 //     everyone else's, the permit is WaitingForMemory while any is pending, and

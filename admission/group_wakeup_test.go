@@ -158,3 +158,21 @@ func TestGroup_AMemoryGrantThatStopsAMembersClaimLetsAnEarlierMemberBorrow(t *te
 		assert.Zero(t, g.Stats().Borrowed)
 	})
 }
+
+func TestTrack_AfterCloseTakesNothing(t *testing.T) {
+	g := admission.NewGroup("g", limits(10, 100), admission.WithSharedPool(0.5))
+	a, b := g.Add("a", 1), g.Add("b", 1)
+	g.Remove(a) // drained: a leaves the group at once
+	require.NoError(t, b.Close(t.Context()))
+	for _, c := range []*admission.Controller{a, b} {
+		p := c.Track("late")
+		assert.Equal(t, admission.Released, p.State())
+		assert.ErrorIs(t, p.Consume(admission.Resources{Memory: 80}), admission.ErrReleased)
+		assert.ErrorIs(t, p.RequestMemory(t.Context(), 80), admission.ErrReleased)
+		st := c.Stats()
+		assert.Zero(t, st.Used)
+		assert.Zero(t, st.CurrentPermits)
+		p.Release()
+	}
+	assert.Zero(t, g.Stats().Borrowed)
+}
