@@ -176,3 +176,26 @@ func TestTrack_AfterCloseTakesNothing(t *testing.T) {
 	}
 	assert.Zero(t, g.Stats().Borrowed)
 }
+
+func TestPark_AfterCloseEvictsAtOnceSoCloseCanFinish(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := admission.New("c", limits(2, 100))
+		p := mustAcquire(t, c, "p", 10)
+		closed := make(chan error, 1)
+		go func() { closed <- c.Close(t.Context()) }()
+		synctest.Wait()
+		require.Len(t, closed, 0, "p is held")
+		v := &closer{}
+		reasons := make(chan admission.EvictReason, 1)
+		pk := park(t, c, p, v, admission.OnEvict(func(r admission.EvictReason) { reasons <- r }))
+		assert.True(t, pk.Evicted(), "the controller is closed: nothing parks")
+		assert.True(t, v.closed.Load())
+		assert.Equal(t, admission.EvictedOnClose, <-reasons)
+		assert.Equal(t, admission.Evicted, p.State())
+		assert.Zero(t, c.Stats().Used)
+		p.Release()
+		synctest.Wait()
+		require.Len(t, closed, 1)
+		require.NoError(t, <-closed)
+	})
+}

@@ -75,6 +75,9 @@ func OnEvict(fn func(EvictReason)) ParkOption {
 // request it has pending fails with ErrEvicted, and its CPU marks stop counting
 // against the CPU concurrency until it is resumed or readmitted.
 //
+// After Close (or Group.Remove) the permit is evicted at once, as Close evicts
+// the permits parked before it: the returned Parked reports Evicted.
+//
 // Park fails, taking nothing (the caller keeps value), with ErrReleased after
 // Release and with ErrEvicted when the permit is not active: already parked,
 // evicted, or being readmitted. Resume the permit with Parked.Resume. Park panics
@@ -105,7 +108,11 @@ func (c *Controller) Park(p *Permit, value io.Closer, opts ...ParkOption) (*Park
 	p.setPhaseLocked(Inactive) // its CPU marks stop counting
 	p.parked = pk
 	pk.elem = c.inactive.PushBack(pk)
-	if pk.ttlAfter > 0 {
+	if c.closed {
+		// Close evicted every parked permit and waits for them to be released: one
+		// parked now is evicted the same way, or Close would wait for it forever.
+		c.evictLocked(pk, EvictedOnClose)
+	} else if pk.ttlAfter > 0 {
 		pk.ttl = time.AfterFunc(pk.ttlAfter, func() { c.expire(pk) })
 	}
 	c.maybeAdmitLocked() // someone may be waiting for exactly these resources, or for CPU
