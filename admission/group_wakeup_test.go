@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -198,4 +199,20 @@ func TestPark_AfterCloseEvictsAtOnceSoCloseCanFinish(t *testing.T) {
 		require.Len(t, closed, 1)
 		require.NoError(t, <-closed)
 	})
+}
+
+func TestPark_WithTTLOfZeroOrLessSetsNoTTL(t *testing.T) {
+	for _, d := range []time.Duration{0, -time.Second} {
+		synctest.Test(t, func(t *testing.T) {
+			c := admission.New("c", limits(2, 100))
+			p := mustAcquire(t, c, "p", 10)
+			pk := park(t, c, p, &closer{}, admission.WithTTL(d))
+			time.Sleep(time.Hour) // synctest: the fake clock advances at once
+			synctest.Wait()
+			assert.False(t, pk.Evicted(), "WithTTL(%v)", d)
+			_, ok := pk.Resume()
+			assert.True(t, ok)
+			p.Release()
+		})
+	}
 }

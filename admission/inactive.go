@@ -55,7 +55,9 @@ type Parked struct {
 // A ParkOption configures Park.
 type ParkOption func(*Parked)
 
-// WithTTL evicts the parked permit once it has been parked for d.
+// WithTTL evicts the parked permit once it has been parked for d. A d of zero or
+// less sets no TTL: the permit stays parked until it is resumed or evicted
+// otherwise.
 func WithTTL(d time.Duration) ParkOption {
 	return func(pk *Parked) { pk.ttlAfter = d }
 }
