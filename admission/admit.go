@@ -281,5 +281,7 @@ func (c *Controller) shouldShedLocked(w *waiter) bool {
 		return false
 	}
 	budget := w.deadline.Sub(w.arrived)
-	return time.Until(w.deadline) <= time.Duration(c.shedFactor*float64(budget))
+	// In floating point: converting a large factor's product back to a Duration
+	// would overflow.
+	return float64(time.Until(w.deadline)) <= c.shedFactor*float64(budget)
 }

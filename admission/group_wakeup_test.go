@@ -1,7 +1,9 @@
 package admission_test
 
 import (
+	"context"
 	"errors"
+	"math"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -215,4 +217,45 @@ func TestPark_WithTTLOfZeroOrLessSetsNoTTL(t *testing.T) {
 			p.Release()
 		})
 	}
+}
+
+func TestNew_PanicsOnMultipliersThatAreNotFiniteNumbers(t *testing.T) {
+	for name, opt := range map[string]admission.Option{
+		"serialize NaN": admission.WithSerializeLimit(math.NaN()),
+		"serialize Inf": admission.WithSerializeLimit(math.Inf(1)),
+		"kill NaN":      admission.WithKillLimit(math.NaN()),
+		"kill Inf":      admission.WithKillLimit(math.Inf(1)),
+		"shed NaN":      admission.WithShedFactor(math.NaN()),
+		"shed Inf":      admission.WithShedFactor(math.Inf(1)),
+	} {
+		assert.Panics(t, func() { admission.New("c", limits(1, 10), opt) }, name)
+	}
+}
+
+func TestLimits_HugeMultipliersMeanNoLimitInPractice(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) { // a wrongly converted limit would block q forever
+		c := admission.New("c", limits(2, 1<<60), admission.WithSerializeLimit(1e300), admission.WithKillLimit(1e300))
+		p := mustAcquire(t, c, "p", 1<<30)
+		require.NoError(t, p.Consume(admission.Resources{Memory: 1 << 50}))
+		require.NoError(t, p.RequestMemory(t.Context(), 1<<50))
+		q := mustAcquire(t, c, "q", 1)
+		q.Release()
+		p.Release()
+	})
+}
+
+func TestShed_HugeFactorShedsEveryRequestThatQueued(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := admission.New("c", limits(1, 100), admission.WithShedFactor(1e300))
+		p := mustAcquire(t, c, "p", 10)
+		ctx, cancel := context.WithTimeout(t.Context(), time.Hour)
+		defer cancel()
+		w := start(ctx, c, "w", 10)
+		synctest.Wait()
+		p.Release()
+		synctest.Wait()
+		r, done := ready(w)
+		require.True(t, done)
+		assert.ErrorIs(t, r.err, admission.ErrShed)
+	})
 }
