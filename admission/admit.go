@@ -43,10 +43,20 @@ func (c *Controller) Do(ctx context.Context, op string, memory int64, fn func(co
 }
 
 // Track returns a tracking-only permit for operation op: it skips admission and
-// holds no base resources, and only accounts the memory consumed through it.
+// holds no base resources, and only accounts the memory consumed through it. After
+// Close (or Group.Remove) the controller tracks nothing new: Track returns a permit
+// that is already released, on which Consume and RequestMemory fail with
+// ErrReleased and take nothing.
 func (c *Controller) Track(op string) *Permit {
 	p := &Permit{c: c, op: op, phase: Active}
 	c.mu.Lock()
+	if c.closed {
+		// Close may have returned (and a removed member left its group): a permit
+		// registered now would hold memory nobody waits for or accounts.
+		p.phase = Released
+		c.unlock()
+		return p
+	}
 	c.permits[p] = struct{}{}
 	c.stats.TotalPermits++
 	c.unlock()
@@ -242,7 +252,7 @@ func (c *Controller) maybeAdmitLocked() {
 }
 
 // admitQueueLocked is maybeAdmitLocked for this controller's queues alone. It
-// reports whether it settled any waiter of the admission queue.
+// reports whether it settled any waiter of the admission queue or granted memory.
 func (c *Controller) admitQueueLocked() (settled bool) {
 	for c.queue.Len() > 0 {
 		w := c.queue.Front().Value.(*waiter)
@@ -260,12 +270,10 @@ func (c *Controller) admitQueueLocked() (settled bool) {
 		case c.evictionHelpsLocked(b, w.p.base, w.seq):
 			c.evictLocked(c.inactive.Front().Value.(*Parked), EvictedForAdmission)
 		default:
-			c.grantMemoryLocked()
-			return settled
+			return c.grantMemoryLocked() || settled
 		}
 	}
-	c.grantMemoryLocked()
-	return settled
+	return c.grantMemoryLocked() || settled
 }
 
 func (c *Controller) shouldShedLocked(w *waiter) bool {
@@ -273,5 +281,7 @@ func (c *Controller) shouldShedLocked(w *waiter) bool {
 		return false
 	}
 	budget := w.deadline.Sub(w.arrived)
-	return time.Until(w.deadline) <= time.Duration(c.shedFactor*float64(budget))
+	// In floating point: converting a large factor's product back to a Duration
+	// would overflow.
+	return float64(time.Until(w.deadline)) <= c.shedFactor*float64(budget)
 }

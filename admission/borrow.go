@@ -75,9 +75,20 @@ func (g *Group) beforeLocked(a *Controller, seqA uint64, b *Controller, seqB uin
 	return seqA < seqB
 }
 
+// takenLocked re-runs the group's admission after c took memory (Consume, a memory
+// grant) or its CPU marks began counting again (Resume). That lets nobody in by
+// itself, but it changes who claims the pool and who ranks first for it (c now
+// borrows more per share, or its head is held back by another rule), which may let
+// another member's head borrow. Outside a group it does nothing.
+func (c *Controller) takenLocked() {
+	if c.group != nil {
+		c.group.maybeAdmitLocked()
+	}
+}
+
 // maybeAdmitLocked admits what every member's queues allow, until a pass over all
-// of them settles nothing: an admission that borrows changes who is ahead for the
-// pool, and memory given back by one member may let another's waiters in. The
+// of them settles nothing: an admission or memory grant that borrows changes who
+// is ahead for the pool, and memory given back by one member may let another's waiters in. The
 // order among members does not matter: what they take from their own shares is
 // independent, and the pool goes only to the claimant ranked first.
 func (g *Group) maybeAdmitLocked() {

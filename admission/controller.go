@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math"
 	"sync"
 	"time"
 )
@@ -92,12 +93,17 @@ func New(name string, limits Resources, opts ...Option) *Controller {
 		c.panicf("New: negative limits %v", limits)
 	case c.cpuConcurrency < 1:
 		c.panicf("WithCPUConcurrency(%d): must be at least 1", c.cpuConcurrency)
-	case c.serializeMult < 0 || c.killMult < 0 || c.shedFactor < 0:
-		c.panicf("negative multiplier or factor (serialize %g, kill %g, shed %g)", c.serializeMult, c.killMult, c.shedFactor)
+	case !finite(c.serializeMult) || !finite(c.killMult) || !finite(c.shedFactor):
+		c.panicf("multipliers and factors must be finite and not negative (serialize %g, kill %g, shed %g)",
+			c.serializeMult, c.killMult, c.shedFactor)
 	}
 	c.stats.Name = name
 	return c
 }
+
+// finite reports whether f is a number, not negative and not infinite: NaN or an
+// infinity would turn a limit into nonsense when converted to bytes or a duration.
+func finite(f float64) bool { return f >= 0 && !math.IsInf(f, 1) }
 
 // unlock releases mu, then runs what was deferred while holding it.
 func (c *Controller) unlock() { c.mu.unlock() }
@@ -160,6 +166,7 @@ func (c *Controller) Break(err error) {
 		c.broken = fmt.Errorf("%w: %w", ErrBroken, err)
 	}
 	c.failAllLocked(func(w *waiter) error { return c.errorf(w.what(), "%w", c.broken) })
+	c.maybeAdmitLocked() // in a group, a failed head may have held the pool against others
 }
 
 func (c *Controller) failAllLocked(reason func(*waiter) error) {

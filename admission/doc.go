@@ -111,7 +111,9 @@
 //   - Limits. A member's serialize and kill limits are taken of what it may hold
 //     with borrowing: multiplier x (share + pool).
 //   - Wakeups. Whatever gives memory back, in any member, re-runs admission for
-//     every member until nothing more can be admitted, in one hold of the lock:
+//     every member until nothing more can be admitted, in one hold of the lock;
+//     so does whatever changes who claims the pool or ranks first for it (a member
+//     taking memory, a Resume whose CPU marks count again, Break failing a head):
 //     what fits a share is admitted at once, and the pool goes claimant by
 //     claimant in the order above.
 //   - Live changes. SetShares, SetTotal, Add and Remove re-split at once and take
@@ -140,6 +142,8 @@
 //   - Eviction releases a parked permit's base resources; memory it consumed stays
 //     accounted to it until returned or released.
 //   - Releasing a parked permit unregisters it and closes its value.
+//   - Track after Close (or Group.Remove) returns a permit that is already
+//     released, so that nothing is held once Close has returned.
 //   - A permit may have several RequestMemory calls waiting at once (several
 //     goroutines may serve one request); they are granted in FIFO order with
 //     everyone else's, the permit is WaitingForMemory while any is pending, and

@@ -139,7 +139,8 @@ func (g *Group) Remove(c *Controller) {
 	}
 	c.removed = true
 	c.shares = 0
-	c.closeLocked() // may drop c from the group at once
+	c.closeLocked()        // may drop c from the group at once
+	c.checkDrainedLocked() // closeLocked does nothing if c was closed before: drop it if drained
 	g.resplitLocked()
 }
 

@@ -55,7 +55,9 @@ type Parked struct {
 // A ParkOption configures Park.
 type ParkOption func(*Parked)
 
-// WithTTL evicts the parked permit once it has been parked for d.
+// WithTTL evicts the parked permit once it has been parked for d. A d of zero or
+// less sets no TTL: the permit stays parked until it is resumed or evicted
+// otherwise.
 func WithTTL(d time.Duration) ParkOption {
 	return func(pk *Parked) { pk.ttlAfter = d }
 }
@@ -74,6 +76,9 @@ func OnEvict(fn func(EvictReason)) ParkOption {
 // called. A parked permit loses any blessing past the serialize limit, every memory
 // request it has pending fails with ErrEvicted, and its CPU marks stop counting
 // against the CPU concurrency until it is resumed or readmitted.
+//
+// After Close (or Group.Remove) the permit is evicted at once, as Close evicts
+// the permits parked before it: the returned Parked reports Evicted.
 //
 // Park fails, taking nothing (the caller keeps value), with ErrReleased after
 // Release and with ErrEvicted when the permit is not active: already parked,
@@ -105,7 +110,11 @@ func (c *Controller) Park(p *Permit, value io.Closer, opts ...ParkOption) (*Park
 	p.setPhaseLocked(Inactive) // its CPU marks stop counting
 	p.parked = pk
 	pk.elem = c.inactive.PushBack(pk)
-	if pk.ttlAfter > 0 {
+	if c.closed {
+		// Close evicted every parked permit and waits for them to be released: one
+		// parked now is evicted the same way, or Close would wait for it forever.
+		c.evictLocked(pk, EvictedOnClose)
+	} else if pk.ttlAfter > 0 {
 		pk.ttl = time.AfterFunc(pk.ttlAfter, func() { c.expire(pk) })
 	}
 	c.maybeAdmitLocked() // someone may be waiting for exactly these resources, or for CPU
@@ -126,6 +135,7 @@ func (pk *Parked) Resume() (io.Closer, bool) {
 	}
 	c.unparkLocked(pk)
 	pk.p.setPhaseLocked(Active)
+	c.takenLocked() // its marks count again: in a group, its member's head may stop claiming the pool
 	return pk.value, true
 }
 

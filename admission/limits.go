@@ -1,5 +1,7 @@
 package admission
 
+import "math"
+
 // usedLocked is what permits hold now.
 func (c *Controller) usedLocked() Resources { return c.limits.Sub(c.avail) }
 
@@ -11,7 +13,11 @@ func (c *Controller) limitOf(mult float64) (int64, bool) {
 	if c.group != nil {
 		memory += c.group.pool
 	}
-	return int64(mult * float64(memory)), mult > 0
+	f := mult * float64(memory)
+	if f >= math.MaxInt64 {
+		return math.MaxInt64, mult > 0 // converting f would overflow int64
+	}
+	return int64(f), mult > 0
 }
 
 func (c *Controller) pastLimit(mult float64, used int64) bool {

@@ -22,6 +22,7 @@ func (p *Permit) Consume(r Resources) error {
 		return err
 	}
 	p.takeLocked(r)
+	c.takenLocked()
 	return nil
 }
 
@@ -116,6 +117,7 @@ func (p *Permit) RequestMemory(ctx context.Context, n int64) error {
 	}
 	if (c.memQueue.Len() == 0 || c.blessed == p) && c.memoryGrantableLocked(p, n) {
 		p.takeLocked(Resources{Memory: n})
+		c.takenLocked()
 		c.unlock()
 		return nil
 	}
@@ -151,9 +153,9 @@ func (c *Controller) memoryGrantableLocked(p *Permit, n int64) bool {
 }
 
 // grantMemoryLocked serves the memory queue in FIFO order as far as the serialize
-// limit allows. Every waiter in it belongs to an admitted, unparked permit: Park
+// limit allows, and reports whether it granted anything. Every waiter in it belongs to an admitted, unparked permit: Park
 // and Release fail a permit's memory waiters before it leaves that state.
-func (c *Controller) grantMemoryLocked() {
+func (c *Controller) grantMemoryLocked() (granted bool) {
 	if limit, on := c.limitOf(c.serializeMult); !on || c.usedLocked().Memory < limit {
 		c.blessed = nil // below the limit no permit is blessed
 	}
@@ -164,11 +166,13 @@ func (c *Controller) grantMemoryLocked() {
 			continue
 		}
 		if !c.memoryGrantableLocked(w.p, w.memory) {
-			return
+			return granted
 		}
 		w.p.takeLocked(Resources{Memory: w.memory})
 		c.settleLocked(w, nil)
+		granted = true
 	}
+	return granted
 }
 
 // failMemoryWaitsLocked fails every memory request p has waiting, with err built

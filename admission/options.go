@@ -20,14 +20,15 @@ func WithCPUConcurrency(n int) Option { return func(c *Controller) { c.cpuConcur
 
 // WithSerializeLimit sets the serialize limit to multiplier x the memory limit:
 // past it admission stops and RequestMemory lets only one permit (the "blessed"
-// one) keep growing while the others wait. 0 (the default) turns it off.
+// one) keep growing while the others wait. 0 (the default) turns it off. New panics
+// if multiplier is negative, infinite or NaN.
 func WithSerializeLimit(multiplier float64) Option {
 	return func(c *Controller) { c.serializeMult = multiplier }
 }
 
 // WithKillLimit sets the kill limit to multiplier x the memory limit: Consume and
 // RequestMemory fail with ErrMemoryLimit rather than pass it. 0 (the default) turns
-// it off.
+// it off. New panics if multiplier is negative, infinite or NaN.
 func WithKillLimit(multiplier float64) Option {
 	return func(c *Controller) { c.killMult = multiplier }
 }
@@ -36,7 +37,8 @@ func WithKillLimit(multiplier float64) Option {
 // deadline fails with ErrShed, instead of being admitted, when at the moment it would
 // be admitted its remaining time is at most f x its whole budget (deadline minus
 // arrival). It would likely time out anyway, after using resources. 0 (the default)
-// turns it off; 1 sheds every request that had to queue.
+// turns it off; 1 (or more) sheds every request that had to queue. New panics if f
+// is negative, infinite or NaN.
 func WithShedFactor(f float64) Option { return func(c *Controller) { c.shedFactor = f } }
 
 // WithLogger sends automatic diagnostics dumps (on a timed-out waiter, a full queue,
