@@ -247,13 +247,21 @@ func (s *Semaphore) Resize(capacity int64) {
 		if delta < 0 {
 			s.capacity.Store(capacity)
 		}
-		if s.state.Load()&countMask == countMask {
-			s.foldLocked()
-		}
 		// The counter bump makes the word differ from every value loaded before
 		// this Resize (see "Over-release" in state.go); immediate is lowered to
-		// keep their sum, the grant count, unchanged.
-		s.state.Add(delta<<unitShift + countOne)
+		// keep their sum, the grant count, unchanged. A swap of the value checked,
+		// not an Add: a lock-free grant may fill the counter after the check, and
+		// the bump would then carry into the units.
+		for {
+			st := s.state.Load()
+			if st&countMask == countMask {
+				s.foldLocked()
+				continue
+			}
+			if s.state.CompareAndSwap(st, st+delta<<unitShift+countOne) {
+				break
+			}
+		}
 		s.immediate--
 		if delta > 0 {
 			s.capacity.Store(capacity)
