@@ -196,7 +196,8 @@ func (s *Semaphore) releaseSlow(n int64) {
 // never queues and ignores waiters. Available units may go below zero; Available then
 // reports 0 until enough units are released. Use it to account for resources already
 // spent, such as memory that has been allocated. Give the units back with Release.
-// Consume does nothing on a broken semaphore. It panics if n is negative or larger
+// On a broken semaphore Consume changes nothing visible, but the units count as out
+// until released, so that Drain waits for them. It panics if n is negative or larger
 // than MaxUnits, or if it would take the available units below -MaxUnits (a debt
 // larger than MaxUnits); the panic changes nothing.
 func (s *Semaphore) Consume(n int64) {
@@ -210,9 +211,8 @@ func (s *Semaphore) Consume(n int64) {
 	// neither the lock nor a look at the wait list.
 	for {
 		st := s.state.Load()
-		if st&flagBroken != 0 {
-			return
-		}
+		// After Break the units are still counted, though Available shows 0:
+		// the Release that gives them back must not end a Drain early.
 		if unitsOf(st)-n < -MaxUnits {
 			s.panicf("Consume(%d): units in debt would exceed %d (%d available)",
 				n, int64(MaxUnits), unitsOf(st))
