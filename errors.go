@@ -97,8 +97,10 @@ func (s *Semaphore) errTooLarge(n, capacity int64) error {
 	return s.fail(n, "more than the capacity of "+strconv.FormatInt(capacity, 10), ErrTooLarge)
 }
 
+// errResized is the failure of a waiter refused by a shrinking Resize. It names no
+// capacity: the one that refused it is gone, and the capacity now may be another.
 func (s *Semaphore) errResized(n int64) error {
-	return s.fail(n, "the capacity was reduced to "+strconv.FormatInt(s.Capacity(), 10)+" while waiting", ErrTooLarge)
+	return s.fail(n, "more than the capacity, which was reduced while waiting", ErrTooLarge)
 }
 
 func (s *Semaphore) errQueueFull(n int64, waiters int) error {
