@@ -41,3 +41,43 @@ func TestResize_RacingLockFreeGrantsKeepsUnitsExact(t *testing.T) {
 	assert.Equal(t, int64(10), s.Available(), "no unit created or lost")
 	assert.Equal(t, got, s.Stats().Acquired)
 }
+
+// Stats and String describe one consistent moment of the capacity and the units:
+// a Resize running at the same time never makes them report more units available
+// than the capacity.
+func TestStats_CapacityAndAvailableAreReadTogether(t *testing.T) {
+	defer runtime.GOMAXPROCS(max(runtime.GOMAXPROCS(0), 2))
+	s := semaphore.New(1)
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for i := 0; !stop.Load(); i++ {
+			s.Resize(int64(1 + 1000*(i%2)))
+		}
+	})
+	defer wg.Wait()
+	defer stop.Store(true)
+	for range 200000 {
+		st := s.Stats()
+		require.LessOrEqual(t, st.Available, st.Capacity, "Stats %+v", st)
+	}
+}
+
+// String, like Stats, never shows more units available than the capacity.
+func TestString_CapacityAndAvailableAreReadTogether(t *testing.T) {
+	defer runtime.GOMAXPROCS(max(runtime.GOMAXPROCS(0), 2))
+	s := semaphore.New(1, semaphore.WithName("s"))
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for i := 0; !stop.Load(); i++ {
+			s.Resize(int64(1 + 1000*(i%2)))
+		}
+	})
+	defer wg.Wait()
+	defer stop.Store(true)
+	for range 100000 {
+		str := s.String()
+		require.NotContains(t, str, "1001 of 1 unit", str)
+	}
+}

@@ -287,8 +287,10 @@ func (s *Semaphore) Capacity() int64 { return s.capacity.Load() }
 // Available returns the number of units that could be acquired now, ignoring
 // waiters. It is never negative: after Consume or a shrinking Resize it reports 0
 // until enough units are released. It is 0 on a broken semaphore.
-func (s *Semaphore) Available() int64 {
-	st := s.state.Load()
+func (s *Semaphore) Available() int64 { return availableIn(s.state.Load()) }
+
+// availableIn is Available for the state word st.
+func availableIn(st int64) int64 {
 	if st&flagBroken != 0 || st < 0 {
 		return 0
 	}
