@@ -13,9 +13,9 @@ type breakState struct {
 // semaphore guards can no longer be trusted. Every waiter fails, in FIFO order, with
 // an error that matches ErrBroken and err (when err is not nil). From then on
 // Acquire, AcquireTimeout and AcquireUnits fail at once the same way, TryAcquire
-// returns false, Available reports 0, Resize and Consume do nothing, and Release
-// never panics, so holders can still return their units without knowing about the
-// break. Released units are still counted, so that Drain can wait for them. Only
+// returns false, Available reports 0, Resize does nothing, and Release never
+// panics, so holders can still return their units without knowing about the break.
+// Units released and consumed are still counted, so that Drain can wait for them. Only
 // the first Break counts; later calls do nothing. Break never blocks on a waiter:
 // it wakes them and returns.
 func (s *Semaphore) Break(err error) {

@@ -32,8 +32,9 @@
 //
 // Break fails every waiter and every later Acquire with an error that matches
 // ErrBroken and the cause given. After Break, TryAcquire returns false, Available
-// reports 0, Consume and Resize do nothing, and Release never panics, so that
-// holders can return units during shutdown without checking anything. Drain waits
+// reports 0, Resize does nothing, Consume changes nothing visible, and Release never
+// panics, so that holders can return units during shutdown without checking
+// anything. Units consumed after Break count as out like held ones. Drain waits
 // until every unit is back; Break followed by Drain is the shutdown sequence "stop
 // admitting, then wait for the holders".
 //

@@ -122,3 +122,30 @@ func TestDrain_ConcurrentReleasesAreNeverMissed(t *testing.T) {
 		assert.Equal(t, int64(8), s.Available())
 	}
 }
+
+// Units consumed after Break are out like any other: the semaphore counts them, so
+// that the Release that gives them back does not stand in for a holder's units and
+// end Drain while that holder still runs.
+func TestDrain_UnitsConsumedAfterBreakAreOutUntilReleased(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := semaphore.New(10)
+		holder, ok := s.TryAcquireUnits(5)
+		require.True(t, ok)
+		s.Break(nil)
+		spent := s.ConsumeUnits(5)
+		assert.Zero(t, s.Available(), "nothing visible changes after Break")
+		drained := make(chan error, 1)
+		go func() { drained <- s.Drain(context.Background()) }()
+		synctest.Wait()
+		spent.Release()
+		synctest.Wait()
+		select {
+		case err := <-drained:
+			t.Fatalf("Drain returned %v while a holder still has 5 units", err)
+		default:
+		}
+		holder.Release()
+		synctest.Wait()
+		require.NoError(t, <-drained)
+	})
+}

@@ -83,22 +83,27 @@ func count(n int64, noun string) string {
 	return s
 }
 
-// availability is "3 of 10 units available".
+// availability is "3 of 10 units available", read under mu so that the two numbers
+// go together (Resize changes both). mu must not be held.
 func (s *Semaphore) availability() string {
-	capacity := s.Capacity()
+	s.mu.Lock()
+	st, capacity := s.state.Load(), s.capacity.Load()
+	s.mu.Unlock()
 	unit := " units"
 	if capacity == 1 {
 		unit = " unit"
 	}
-	return strconv.FormatInt(s.Available(), 10) + " of " + strconv.FormatInt(capacity, 10) + unit + " available"
+	return strconv.FormatInt(availableIn(st), 10) + " of " + strconv.FormatInt(capacity, 10) + unit + " available"
 }
 
 func (s *Semaphore) errTooLarge(n, capacity int64) error {
 	return s.fail(n, "more than the capacity of "+strconv.FormatInt(capacity, 10), ErrTooLarge)
 }
 
+// errResized is the failure of a waiter refused by a shrinking Resize. It names no
+// capacity: the one that refused it is gone, and the capacity now may be another.
 func (s *Semaphore) errResized(n int64) error {
-	return s.fail(n, "the capacity was reduced to "+strconv.FormatInt(s.Capacity(), 10)+" while waiting", ErrTooLarge)
+	return s.fail(n, "more than the capacity, which was reduced while waiting", ErrTooLarge)
 }
 
 func (s *Semaphore) errQueueFull(n int64, waiters int) error {

@@ -159,7 +159,7 @@ func ExampleSemaphore_Resize() {
 	sem.Release(3)
 	fmt.Println(sem)
 	// Output:
-	// semaphore "workers": acquire 4 units: the capacity was reduced to 2 while waiting
+	// semaphore "workers": acquire 4 units: more than the capacity, which was reduced while waiting
 	// semaphore "workers" (0 of 2 units available, 0 waiting)
 	// semaphore "workers" (2 of 2 units available, 0 waiting)
 }

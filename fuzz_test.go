@@ -183,10 +183,8 @@ func (h *harness) step(r *fuzzprog.Reader) {
 		n := int64(r.Byte() % 4)
 		h.logf("Consume(%d)", n)
 		h.s.Consume(n)
-		if !h.broken {
-			h.avail -= n
-			h.holds = append(h.holds, &holding{n: n})
-		}
+		h.avail -= n // counted after Break too, for Drain
+		h.holds = append(h.holds, &holding{n: n})
 	case 7:
 		c := int64(r.Byte() % 6)
 		h.logf("Resize(%d)", c)

@@ -199,7 +199,8 @@ func (s *Semaphore) releaseSlow(n int64) {
 // never queues and ignores waiters. Available units may go below zero; Available then
 // reports 0 until enough units are released. Use it to account for resources already
 // spent, such as memory that has been allocated. Give the units back with Release.
-// Consume does nothing on a broken semaphore. It panics if n is negative or larger
+// On a broken semaphore Consume changes nothing visible, but the units count as out
+// until released, so that Drain waits for them. It panics if n is negative or larger
 // than MaxUnits, or if it would take the available units below -MaxUnits (a debt
 // larger than MaxUnits); the panic changes nothing.
 func (s *Semaphore) Consume(n int64) {
@@ -213,9 +214,8 @@ func (s *Semaphore) Consume(n int64) {
 	// neither the lock nor a look at the wait list.
 	for {
 		st := s.state.Load()
-		if st&flagBroken != 0 {
-			return
-		}
+		// After Break the units are still counted, though Available shows 0:
+		// the Release that gives them back must not end a Drain early.
 		if unitsOf(st)-n < -MaxUnits {
 			s.panicf("Consume(%d): units in debt would exceed %d (%d available)",
 				n, int64(MaxUnits), unitsOf(st))
@@ -250,13 +250,21 @@ func (s *Semaphore) Resize(capacity int64) {
 		if delta < 0 {
 			s.capacity.Store(capacity)
 		}
-		if s.state.Load()&countMask == countMask {
-			s.foldLocked()
-		}
 		// The counter bump makes the word differ from every value loaded before
 		// this Resize (see "Over-release" in state.go); immediate is lowered to
-		// keep their sum, the grant count, unchanged.
-		s.state.Add(delta<<unitShift + countOne)
+		// keep their sum, the grant count, unchanged. A swap of the value checked,
+		// not an Add: a lock-free grant may fill the counter after the check, and
+		// the bump would then carry into the units.
+		for {
+			st := s.state.Load()
+			if st&countMask == countMask {
+				s.foldLocked()
+				continue
+			}
+			if s.state.CompareAndSwap(st, st+delta<<unitShift+countOne) {
+				break
+			}
+		}
 		s.immediate--
 		if delta > 0 {
 			s.capacity.Store(capacity)
@@ -282,8 +290,10 @@ func (s *Semaphore) Capacity() int64 { return s.capacity.Load() }
 // Available returns the number of units that could be acquired now, ignoring
 // waiters. It is never negative: after Consume or a shrinking Resize it reports 0
 // until enough units are released. It is 0 on a broken semaphore.
-func (s *Semaphore) Available() int64 {
-	st := s.state.Load()
+func (s *Semaphore) Available() int64 { return availableIn(s.state.Load()) }
+
+// availableIn is Available for the state word st.
+func availableIn(st int64) int64 {
 	if st&flagBroken != 0 || st < 0 {
 		return 0
 	}

@@ -659,7 +659,7 @@ func TestResize_FailsWaitersLargerThanTheNewCapacity(t *testing.T) {
 		got := finished(calls)
 		require.Len(t, got, 1)
 		assert.ErrorIs(t, got[0], semaphore.ErrTooLarge)
-		assert.Contains(t, got[0].Error(), "capacity was reduced to 3")
+		assert.Contains(t, got[0].Error(), "more than the capacity, which was reduced while waiting")
 		s.Release(4)
 		synctest.Wait()
 		assert.Equal(t, map[int]error{1: nil}, finished(calls), "3 fits the new capacity; 2 waits behind it")
@@ -757,4 +757,24 @@ func TestStats_CountsLockFreeGrantsExactlyAcrossFolds(t *testing.T) {
 	assert.Equal(t, uint64(2*rounds), st.AcquiredImmediately)
 	assert.Equal(t, uint64(2*rounds), st.Acquired)
 	assert.Equal(t, int64(3), s.Available(), "folding never touches the units")
+}
+
+// A waiter refused by a shrinking Resize reports what decided it, not a capacity
+// read later: a Resize that grows the semaphore again before the waiter builds its
+// error does not turn the message into "reduced to" a capacity that would fit.
+func TestResize_RefusalMessageDoesNotReadALaterCapacity(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := semaphore.New(5, semaphore.WithName("r"))
+		require.NoError(t, s.Acquire(context.Background(), 5))
+		calls := queue(context.Background(), s, 5)
+		s.Resize(3)
+		s.Resize(10) // before the refused waiter runs
+		synctest.Wait()
+		got := finished(calls)
+		require.Len(t, got, 1)
+		require.ErrorIs(t, got[0], semaphore.ErrTooLarge)
+		assert.NotContains(t, got[0].Error(), "reduced to 10")
+		assert.Equal(t, `semaphore "r": acquire 5 units: more than the capacity, which was reduced while waiting`, got[0].Error())
+		s.Release(5)
+	})
 }

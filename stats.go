@@ -24,18 +24,20 @@ type Stats struct {
 	WaitTime            time.Duration // total time spent in the wait list by all waiters, granted or not
 }
 
-// Stats returns a snapshot of the semaphore's state and counters. The fields are
-// read one at a time, so under concurrent use they may be from slightly different
-// instants.
+// Stats returns a snapshot of the semaphore's state and counters. Capacity,
+// Available and the grant counts are read together; the other fields are read one
+// at a time, so under concurrent use they may be from slightly different instants.
 func (s *Semaphore) Stats() Stats {
 	s.mu.Lock()
-	immediate := s.immediate + uint64(s.state.Load()&countMask)>>countShift
+	// The capacity and the units together, under mu, where Resize changes both.
+	st, capacity := s.state.Load(), s.capacity.Load()
+	immediate := s.immediate + uint64(st&countMask)>>countShift
 	queued, granted := s.queued, s.granted
 	s.mu.Unlock()
 	return Stats{
 		Name:                s.name,
-		Capacity:            s.Capacity(),
-		Available:           s.Available(),
+		Capacity:            capacity,
+		Available:           availableIn(st),
 		Waiters:             s.Waiters(),
 		Broken:              s.broken.Load() != nil,
 		Acquired:            immediate + granted,

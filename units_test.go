@@ -3,6 +3,7 @@ package semaphore_test
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -226,4 +227,64 @@ func TestWithSemaphoreValue_ReturnsFnsResult(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "carried", v, "fn receives the caller's context")
 	assert.Equal(t, int64(3), s.Available())
+}
+
+// Adopt moves other's units in one step: a Return or Split on other that runs at
+// the same time sees them either all still in other or all already gone, never a
+// count that both sides act on. In each round one goroutine keeps moving the units
+// back and forth between two Units with Adopt while another takes units out of both
+// one at a time, so that any gap inside Adopt is crossed by one of those steps; the
+// totals must stay exact.
+func TestUnits_AdoptIsAtomicAgainstConcurrentUseOfTheOther(t *testing.T) {
+	defer runtime.GOMAXPROCS(max(runtime.GOMAXPROCS(0), 4))
+	const capacity, each = 10000, 1000
+	s := semaphore.New(capacity)
+	takeOne := func(u *semaphore.Units, split bool) error {
+		if !split {
+			return u.Return(1)
+		}
+		p, err := u.Split(1)
+		p.Release()
+		return err
+	}
+	for round := range 100 {
+		a, ok := s.TryAcquireUnits(each)
+		require.True(t, ok)
+		b, ok := s.TryAcquireUnits(each)
+		require.True(t, ok)
+		started, done := make(chan struct{}), make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			<-started
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				assert.NoError(t, a.Adopt(b))
+				assert.NoError(t, b.Adopt(a))
+			}
+		})
+		wg.Go(func() {
+			defer close(done)
+			split := round%2 == 1
+			for i := 0; ; i++ {
+				if i == 1 {
+					close(started)
+				}
+				errA, errB := takeOne(a, split), takeOne(b, split)
+				if errA != nil && errB != nil {
+					return // both empty, or the units in flight inside an Adopt
+				}
+			}
+		})
+		wg.Wait()
+		// Every unit is owned by a or b, or is back, exactly once.
+		require.Equal(t, int64(capacity), a.Count()+b.Count()+s.Available(),
+			"round %d: a owns %d, b %d, %d available", round, a.Count(), b.Count(), s.Available())
+		a.Release()
+		b.Release()
+		require.Equal(t, int64(capacity), s.Available(), "round %d", round)
+	}
 }
