@@ -2,6 +2,7 @@ package semaphore
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"sync/atomic"
 )
@@ -94,8 +95,13 @@ func (u *Units) Count() int64 {
 	return atomic.LoadInt64(&u.n)
 }
 
-// Semaphore returns the semaphore the units belong to.
-func (u *Units) Semaphore() *Semaphore { return u.sem }
+// Semaphore returns the semaphore the units belong to; nil for a nil *Units.
+func (u *Units) Semaphore() *Semaphore {
+	if u == nil {
+		return nil
+	}
+	return u.sem
+}
 
 // Release returns every unit u owns to the semaphore. It is idempotent, safe to call
 // from several goroutines at once (the units are returned exactly once), and does
@@ -111,7 +117,7 @@ func (u *Units) Release() {
 
 // Return gives n of the units back to the semaphore and keeps the rest. If u owns
 // fewer than n it returns an error matching ErrInsufficientUnits and changes
-// nothing. It panics if n is negative.
+// nothing. It panics if n is negative or u is nil.
 func (u *Units) Return(n int64) error {
 	if err := u.take("Return", n); err != nil {
 		return err
@@ -122,7 +128,7 @@ func (u *Units) Return(n int64) error {
 
 // Split moves n of the units into a new Units of the same semaphore and returns it.
 // If u owns fewer than n it returns an error matching ErrInsufficientUnits and
-// changes nothing. It panics if n is negative.
+// changes nothing. It panics if n is negative or u is nil.
 func (u *Units) Split(n int64) (*Units, error) {
 	if err := u.take("Split", n); err != nil {
 		return nil, err
@@ -135,6 +141,9 @@ func (u *Units) Split(n int64) (*Units, error) {
 
 // take removes n units from u's ownership, or fails without change.
 func (u *Units) take(op string, n int64) error {
+	if u == nil {
+		panic(fmt.Sprintf("semaphore: Units.%s(%d) on a nil *Units", op, n))
+	}
 	if n < 0 {
 		u.sem.panicf("Units.%s(%d): negative units", op, n)
 	}
@@ -152,10 +161,14 @@ func (u *Units) take(op string, n int64) error {
 
 // Adopt moves all of other's units into u; other ends with none. If other belongs
 // to a different semaphore it returns an error matching ErrDifferentSemaphore and
-// changes nothing. Adopting nil or u itself does nothing.
+// changes nothing. Adopting nil or u itself does nothing. It panics if u is nil
+// and other is not: the units would have no owner.
 func (u *Units) Adopt(other *Units) error {
 	if other == nil || other == u {
 		return nil
+	}
+	if u == nil {
+		panic(fmt.Sprintf("semaphore: Units.Adopt(%d units) into a nil *Units", other.Count()))
 	}
 	if other.sem != u.sem {
 		return &opError{s: u.sem, why: "Adopt " + count(other.Count(), "unit") + " of " + other.sem.label,
@@ -167,7 +180,10 @@ func (u *Units) Adopt(other *Units) error {
 
 // Detach gives up ownership without returning the units: they stay taken from the
 // semaphore, and whoever now accounts for them must Release them directly. It
-// returns how many units u owned; u ends with none.
+// returns how many units u owned; u ends with none. Detach of a nil *Units returns 0.
 func (u *Units) Detach() int64 {
+	if u == nil {
+		return 0
+	}
 	return atomic.SwapInt64(&u.n, 0)
 }

@@ -54,6 +54,23 @@ func TestUnits_ReleaseIsIdempotentAndNilSafe(t *testing.T) {
 	assert.Equal(t, int64(0), missing.Count())
 }
 
+func TestUnits_NilUnitsQueriesAreZeroAndMovesPanicWithAClearMessage(t *testing.T) {
+	var missing *semaphore.Units
+	assert.Nil(t, missing.Semaphore())
+	assert.Equal(t, int64(0), missing.Detach())
+	assert.PanicsWithValue(t, "semaphore: Units.Return(1) on a nil *Units", func() { _ = missing.Return(1) })
+	assert.PanicsWithValue(t, "semaphore: Units.Split(2) on a nil *Units", func() { _, _ = missing.Split(2) })
+	assert.NoError(t, missing.Adopt(nil), "adopting nothing into nothing moves nothing")
+
+	s := semaphore.New(3)
+	u, err := s.AcquireUnits(context.Background(), 3)
+	require.NoError(t, err)
+	assert.PanicsWithValue(t, "semaphore: Units.Adopt(3 units) into a nil *Units", func() { _ = missing.Adopt(u) })
+	assert.Equal(t, int64(3), u.Count(), "the panic moved nothing")
+	u.Release()
+	assert.Equal(t, int64(3), s.Available())
+}
+
 func TestUnits_ConcurrentReleaseReturnsUnitsExactlyOnce(t *testing.T) {
 	s := semaphore.New(1000)
 	for range 50 {
