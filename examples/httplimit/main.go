@@ -64,6 +64,9 @@ func run(out io.Writer) error {
 
 	mux := http.NewServeMux()
 	mux.Handle("GET /search", httpsem.Limit(searches, httpsem.WithTimeout(20*time.Millisecond))(search))
+	// The same limit with no wait timeout: a wait there ends only by a grant or by
+	// the client going away.
+	mux.Handle("GET /export", httpsem.Limit(searches)(search))
 	mux.Handle("GET /report/{id}", httpsem.Admit(reports,
 		httpsem.WithMemory(func(*http.Request) int64 { return 2 << 20 }))(report))
 
@@ -116,8 +119,9 @@ func run(out io.Writer) error {
 		return errors.New("some requests got neither 200 nor 503")
 	}
 
-	// 2. A client that gives up while waiting: fill the limit with held
-	// searches, then send one more and cancel it once it waits.
+	// 2. A client that gives up while waiting on /export (no wait timeout, so only
+	// giving up ends its wait): fill the limit with held searches, then send one
+	// more and cancel it once it waits.
 	var held sync.WaitGroup
 	for range limit {
 		held.Go(func() {
@@ -134,7 +138,7 @@ func run(out io.Writer) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	gaveUp := make(chan error, 1)
 	go func() {
-		req, _ := http.NewRequestWithContext(ctx, "GET", base+"/search", nil)
+		req, _ := http.NewRequestWithContext(ctx, "GET", base+"/export", nil)
 		resp, err := client.Do(req)
 		if err == nil {
 			resp.Body.Close()
