@@ -91,11 +91,14 @@ func TestPartition_LostClosesBeforeTheNextGrant(t *testing.T) {
 // Renewals keep units: a holder keeps them for several TTLs, and each renewal
 // moves the loss deadline to its send time plus the TTL minus the margin.
 func TestLease_RenewalsKeepUnitsPastTheTTL(t *testing.T) {
+	log := &grantLog{}
+	checkHistoryAtEnd(t, sharedEndpoint(t), testName(t), log)
 	cli := newClient(t, sharedEndpoint(t))
 	s := newSem(t, cli, testName(t), WithCapacity(1), WithTTL(2*time.Second), WithSafetyMargin(500*time.Millisecond))
 	ctx := testCtx(t, 30*time.Second)
 	u, err := s.Acquire(ctx, 1)
 	require.NoError(t, err)
+	log.add(u)
 	l := u.r.lease
 	first := deadlineOf(l)
 	select {
@@ -120,6 +123,8 @@ func deadlineOf(l *lease) time.Time {
 func TestWithSemaphore_LossCancelsFnContext(t *testing.T) {
 	ep := sharedEndpoint(t)
 	name := testName(t)
+	log := &grantLog{}
+	checkHistoryAtEnd(t, ep, name, log)
 	px := newProxy(t, ep)
 	a := newSem(t, newClient(t, px.endpoint()), name, WithCapacity(1), WithTTL(2*time.Second), WithSafetyMargin(500*time.Millisecond))
 	ctx := testCtx(t, 30*time.Second)
@@ -127,6 +132,7 @@ func TestWithSemaphore_LossCancelsFnContext(t *testing.T) {
 	errc := make(chan error, 1)
 	go func() {
 		errc <- WithSemaphore(ctx, a, 1, func(fctx context.Context) error {
+			log.addHeld(a)
 			close(started)
 			<-fctx.Done()
 			return context.Cause(fctx)

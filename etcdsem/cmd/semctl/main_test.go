@@ -70,6 +70,10 @@ func TestSemctl_StatusResizeBreakRepairWatch(t *testing.T) {
 		// The release happened before the watch's first read.
 		assert.Contains(t, out, "0 held")
 	}
+	rep, err := etcdsem.Audit(ctx, cli, "jobs")
+	require.NoError(t, err)
+	assert.Empty(t, rep.Violations, "the history keeps capacity and FIFO at every revision")
+	assert.Equal(t, 1, rep.Grants)
 }
 
 func startEtcd(t *testing.T) string {
