@@ -101,12 +101,24 @@ func TestLease_RenewalsKeepUnitsPastTheTTL(t *testing.T) {
 	log.add(u)
 	l := u.r.lease
 	first := deadlineOf(l)
+	acquired := time.Now()
+	// Until renewals have moved the deadline 3s on, past the first lease's
+	// expiry (its deadline plus the margin): the units outlive one TTL.
+	// A loss ends the wait too, and fails below.
+	require.Eventually(t, func() bool {
+		select {
+		case <-u.Lost():
+			return true
+		default:
+			return deadlineOf(l).After(first.Add(3 * time.Second))
+		}
+	}, 20*time.Second, 20*time.Millisecond, "renewals moved the deadline")
 	select {
 	case <-u.Lost():
 		t.Fatalf("lost while renewed: %v", u.Err())
-	case <-time.After(5 * time.Second): // several TTLs: the claim is about elapsed time
+	default:
 	}
-	assert.True(t, deadlineOf(l).After(first.Add(3*time.Second)), "renewals moved the deadline")
+	assert.Greater(t, time.Since(acquired), 2*time.Second, "held past the TTL")
 	assert.WithinDuration(t, time.Now().Add(1500*time.Millisecond), deadlineOf(l), 1200*time.Millisecond,
 		"the deadline is a renewal's send time plus TTL minus margin")
 	require.NoError(t, u.Release(ctx))
