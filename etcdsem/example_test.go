@@ -42,10 +42,13 @@ func Example() {
 	v := <-got
 	fmt.Println("b holds", v.Count(), "units; its token is later:", v.Token() > u.Token())
 	_ = v.Release(ctx)
+	rep, _ := etcdsem.Audit(ctx, cli, "example/jobs")
+	fmt.Println("violations in the history:", len(rep.Violations), rep.Violations)
 	// Output:
 	// a holds 2 units
 	// b can take 2 more at once: false
 	// b holds 2 units; its token is later: true
+	// violations in the history: 0 []
 }
 
 // exampleEtcd starts a throwaway etcd on 127.0.0.1.

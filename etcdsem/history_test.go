@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 )
 
 // grantLog records the grants clients believed they got, for the checker.
@@ -35,6 +36,35 @@ func (g *grantLog) add(u *Units) {
 	g.mu.Lock()
 	g.grants = append(g.grants, c)
 	g.mu.Unlock()
+}
+
+// addHeld records the grants of every request of s held now, for callers that
+// never see the Units (WithSemaphore's fn).
+func (g *grantLog) addHeld(s *Semaphore) {
+	s.mu.Lock()
+	var cs []clientGrant
+	for _, r := range s.mine {
+		if r.state == stateHeld {
+			cs = append(cs, clientGrant{key: r.key, token: r.createRev, n: r.n, grantRev: r.grantRev})
+		}
+	}
+	s.mu.Unlock()
+	g.mu.Lock()
+	g.grants = append(g.grants, cs...)
+	g.mu.Unlock()
+}
+
+// checkHistoryAtEnd runs checkHistory over the semaphore name when the test
+// ends, through a client of its own on endpoint. Cleanups run last in, first
+// out: call it before creating the handles, so that it runs after they closed.
+func checkHistoryAtEnd(t *testing.T, endpoint, name string, log *grantLog) {
+	t.Helper()
+	t.Cleanup(func() {
+		cli, err := clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+		require.NoError(t, err)
+		defer cli.Close()
+		checkHistory(t, cli, name, log)
+	})
 }
 
 // histKey is the checker's own record of a queue key.

@@ -91,19 +91,34 @@ func TestPartition_LostClosesBeforeTheNextGrant(t *testing.T) {
 // Renewals keep units: a holder keeps them for several TTLs, and each renewal
 // moves the loss deadline to its send time plus the TTL minus the margin.
 func TestLease_RenewalsKeepUnitsPastTheTTL(t *testing.T) {
+	log := &grantLog{}
+	checkHistoryAtEnd(t, sharedEndpoint(t), testName(t), log)
 	cli := newClient(t, sharedEndpoint(t))
 	s := newSem(t, cli, testName(t), WithCapacity(1), WithTTL(2*time.Second), WithSafetyMargin(500*time.Millisecond))
 	ctx := testCtx(t, 30*time.Second)
 	u, err := s.Acquire(ctx, 1)
 	require.NoError(t, err)
+	log.add(u)
 	l := u.r.lease
 	first := deadlineOf(l)
+	acquired := time.Now()
+	// Until renewals have moved the deadline 3s on, past the first lease's
+	// expiry (its deadline plus the margin): the units outlive one TTL.
+	// A loss ends the wait too, and fails below.
+	require.Eventually(t, func() bool {
+		select {
+		case <-u.Lost():
+			return true
+		default:
+			return deadlineOf(l).After(first.Add(3 * time.Second))
+		}
+	}, 20*time.Second, 20*time.Millisecond, "renewals moved the deadline")
 	select {
 	case <-u.Lost():
 		t.Fatalf("lost while renewed: %v", u.Err())
-	case <-time.After(5 * time.Second): // several TTLs: the claim is about elapsed time
+	default:
 	}
-	assert.True(t, deadlineOf(l).After(first.Add(3*time.Second)), "renewals moved the deadline")
+	assert.Greater(t, time.Since(acquired), 2*time.Second, "held past the TTL")
 	assert.WithinDuration(t, time.Now().Add(1500*time.Millisecond), deadlineOf(l), 1200*time.Millisecond,
 		"the deadline is a renewal's send time plus TTL minus margin")
 	require.NoError(t, u.Release(ctx))
@@ -120,6 +135,8 @@ func deadlineOf(l *lease) time.Time {
 func TestWithSemaphore_LossCancelsFnContext(t *testing.T) {
 	ep := sharedEndpoint(t)
 	name := testName(t)
+	log := &grantLog{}
+	checkHistoryAtEnd(t, ep, name, log)
 	px := newProxy(t, ep)
 	a := newSem(t, newClient(t, px.endpoint()), name, WithCapacity(1), WithTTL(2*time.Second), WithSafetyMargin(500*time.Millisecond))
 	ctx := testCtx(t, 30*time.Second)
@@ -127,6 +144,7 @@ func TestWithSemaphore_LossCancelsFnContext(t *testing.T) {
 	errc := make(chan error, 1)
 	go func() {
 		errc <- WithSemaphore(ctx, a, 1, func(fctx context.Context) error {
+			log.addHeld(a)
 			close(started)
 			<-fctx.Done()
 			return context.Cause(fctx)

@@ -193,6 +193,7 @@ func TestAcquire_FailsAtOnce(t *testing.T) {
 	cli := newClient(t, sharedEndpoint(t))
 	name := testName(t)
 	s := newSem(t, cli, name, WithCapacity(2))
+	log := &grantLog{}
 	ctx := testCtx(t, 20*time.Second)
 
 	done, cancel := context.WithCancel(ctx)
@@ -203,10 +204,12 @@ func TestAcquire_FailsAtOnce(t *testing.T) {
 	assert.ErrorIs(t, err, semaphore.ErrTooLarge)
 	assert.ErrorContains(t, err, name)
 	assert.ErrorContains(t, err, "3 units")
-	_, err = s.AcquireTimeout(ctx, 0, 1)
-	assert.NoError(t, err, "AcquireTimeout(0) succeeds when TryAcquire would")
+	u0, err := s.AcquireTimeout(ctx, 0, 1)
+	require.NoError(t, err, "AcquireTimeout(0) succeeds when TryAcquire would")
+	log.add(u0)
 	u, err := s.Acquire(ctx, 1)
 	require.NoError(t, err)
+	log.add(u)
 	_, err = s.AcquireTimeout(ctx, 0, 2)
 	assert.ErrorIs(t, err, semaphore.ErrTimedOut)
 	_, err = s.AcquireTimeout(ctx, 200*time.Millisecond, 2)
@@ -221,7 +224,7 @@ func TestAcquire_FailsAtOnce(t *testing.T) {
 	_, _, err = s.TryAcquire(ctx, 1)
 	assert.ErrorIs(t, err, ErrClosed)
 	assert.Eventually(t, func() bool { return noQueueKeys(t, cli, name) }, 10*time.Second, 20*time.Millisecond)
-	checkHistory(t, cli, name, nil)
+	checkHistory(t, cli, name, log)
 }
 
 func TestAcquire_CancelWhileWaitingLeavesNoKey(t *testing.T) {
@@ -354,17 +357,21 @@ func TestHolderCrash_UnrevokedLeaseGrantsNextAfterTTL(t *testing.T) {
 }
 
 func TestWithSemaphore_ReleasesAfterFn(t *testing.T) {
+	log := &grantLog{}
+	checkHistoryAtEnd(t, sharedEndpoint(t), testName(t), log)
 	cli := newClient(t, sharedEndpoint(t))
 	s := newSem(t, cli, testName(t), WithCapacity(1))
 	ctx := testCtx(t, 20*time.Second)
 	boom := errors.New("boom")
 	err := WithSemaphore(ctx, s, 1, func(ctx context.Context) error {
+		log.addHeld(s)
 		assert.Equal(t, 0, waiters(t, s))
 		return boom
 	})
 	assert.ErrorIs(t, err, boom)
 	u, err := s.Acquire(ctx, 1)
 	require.NoError(t, err, "the units were released")
+	log.add(u)
 	require.NoError(t, u.Release(ctx))
 }
 

@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -59,17 +60,24 @@ func TestSemctl_StatusResizeBreakRepairWatch(t *testing.T) {
 	assert.Contains(t, semctl("repair", "jobs"), "repaired")
 	assert.NotContains(t, semctl("status", "jobs"), "BROKEN")
 
-	done := make(chan string)
-	go func() { done <- semctl("-for", "5s", "watch", "jobs") }()
-	// Release once the watch has started: its handle's lease-less read shows
-	// up as a linearizable read on the server, so poll for the holder instead.
+	// The watch prints its first view before it watches from the revision
+	// after it, so a release after that line is always reported as one.
+	var wout syncBuilder
+	wctx, wcancel := context.WithCancel(ctx)
+	defer wcancel()
+	done := make(chan error, 1)
+	go func() { done <- run(wctx, &wout, []string{"-endpoints", ep, "-for", "30s", "watch", "jobs"}) }()
+	require.Eventually(t, func() bool { return strings.Contains(wout.String(), "watching jobs") }, 30*time.Second, 10*time.Millisecond)
+	assert.Contains(t, wout.String(), "2 held", "the first view shows the holder")
 	require.NoError(t, u.Release(ctx))
-	out = <-done
-	assert.Contains(t, out, "watching jobs")
-	if !strings.Contains(out, "released 2 units of worker-1") {
-		// The release happened before the watch's first read.
-		assert.Contains(t, out, "0 held")
-	}
+	require.Eventually(t, func() bool { return strings.Contains(wout.String(), "released 2 units of worker-1") }, 30*time.Second, 10*time.Millisecond,
+		"the watch reports the release")
+	wcancel()
+	require.NoError(t, <-done, "an interrupted watch ends without error")
+	rep, err := etcdsem.Audit(ctx, cli, "jobs")
+	require.NoError(t, err)
+	assert.Empty(t, rep.Violations, "the history keeps capacity and FIFO at every revision")
+	assert.Equal(t, 1, rep.Grants)
 }
 
 func startEtcd(t *testing.T) string {
@@ -97,4 +105,22 @@ func freeURL(t *testing.T) url.URL {
 	require.NoError(t, err)
 	defer l.Close()
 	return url.URL{Scheme: "http", Host: l.Addr().String()}
+}
+
+// syncBuilder is a strings.Builder safe for one writer and concurrent readers.
+type syncBuilder struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (w *syncBuilder) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func (w *syncBuilder) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
 }
