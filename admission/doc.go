@@ -113,7 +113,9 @@
 //   - Wakeups. Whatever gives memory back, in any member, re-runs admission for
 //     every member until nothing more can be admitted, in one hold of the lock;
 //     so does whatever changes who claims the pool or ranks first for it (a member
-//     taking memory, a Resume whose CPU marks count again, Break failing a head):
+//     taking memory, which raises what it borrows and may leave its own head
+//     needing more than the pool has, so no claimant; a Resume whose CPU marks
+//     count again; Break failing a head):
 //     what fits a share is admitted at once, and the pool goes claimant by
 //     claimant in the order above.
 //   - Live changes. SetShares, SetTotal, Add and Remove re-split at once and take

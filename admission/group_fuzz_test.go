@@ -19,7 +19,8 @@ import (
 // within the share, "always admit one" per member, borrowing only what the pool
 // has, the pool going to the claimant that borrows least per share and then to
 // the earliest, FIFO within a member, live SetShares and SetTotal) with the same
-// random program, and checks after every step that they agree on which requests
+// random program (re-running admission after everything that gives memory back,
+// re-splits or takes memory), and checks after every step that they agree on which requests
 // were admitted, on every member's use, share and borrowing, and on the pool.
 // It runs in a synctest bubble, so every step ends with all goroutines settled.
 func FuzzGroupModel(f *testing.F) {
@@ -147,6 +148,7 @@ func (m *gmodel) step(r *fuzzprog.Reader) {
 			require.NoError(m.t, p.real.Consume(limits(0, n)))
 			p.memory += n
 			m.members[p.member].used.Memory += n
+			m.admit() // it may stop its member's head claiming the pool, or lower its rank
 		}
 	case 5:
 		mb := m.members[int(arg)%len(m.members)]

@@ -3,6 +3,7 @@ package admission_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"testing"
 	"testing/synctest"
@@ -258,4 +259,38 @@ func TestShed_HugeFactorShedsEveryRequestThatQueued(t *testing.T) {
 		require.True(t, done)
 		assert.ErrorIs(t, r.err, admission.ErrShed)
 	})
+}
+
+func TestGroup_TakingMemoryThatLeavesAClaimantBeyondThePoolLetsTheNextOneBorrow(t *testing.T) {
+	for _, memory := range []int64{0, 5} {
+		t.Run(fmt.Sprint(memory), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				// 100: pool 20, shares 40 each.
+				g := admission.NewGroup("g", limits(10, 100), admission.WithSharedPool(0.2))
+				a, b := g.Add("a", 1), g.Add("b", 1)
+				a1 := mustAcquire(t, a, "a1", 50) // a borrows 10
+				b1 := mustAcquire(t, b, "b1", 30)
+				bw := start(t.Context(), b, "b2", 25) // needs 15 of the pool: b's head claims it
+				aw := start(t.Context(), a, "a2", memory)
+				_, done := ready(aw)
+				require.False(t, done, "b borrows nothing, so its claim is ahead of a's head")
+				require.NoError(t, b1.Consume(admission.Resources{Memory: 6})) // b2 would now need 21 of a pool of 20
+				synctest.Wait()
+				r, done := ready(aw)
+				require.True(t, done, "b's head is no claimant any more, so a's head borrows from the pool")
+				require.NoError(t, r.err)
+				_, done = ready(bw)
+				require.False(t, done)
+				r.p.Release()
+				a1.Release()
+				b1.Release()
+				synctest.Wait()
+				r, done = ready(bw)
+				require.True(t, done)
+				require.NoError(t, r.err)
+				r.p.Release()
+				assert.Zero(t, g.Stats().Borrowed)
+			})
+		})
+	}
 }
