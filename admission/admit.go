@@ -117,10 +117,13 @@ func (c *Controller) enter(ctx context.Context, p *Permit, kind waitKind, opts [
 			c.unlock()
 			return nil
 		}
-		if !c.evictionHelpsLocked(b, p.base, newcomer) {
+		if c.evictionHelpsLocked(b, p.base, newcomer) {
+			c.evictLocked(c.inactive.Front().Value.(*Parked), EvictedForAdmission)
+			continue
+		}
+		if c.group == nil || !c.group.evictBorrowersLocked(c, p.base, newcomer) {
 			break
 		}
-		c.evictLocked(c.inactive.Front().Value.(*Parked), EvictedForAdmission)
 	}
 	if c.maxQueue > 0 && c.queue.Len() >= c.maxQueue {
 		c.stats.Shed++
@@ -269,6 +272,8 @@ func (c *Controller) admitQueueLocked() (settled bool) {
 			settled = true
 		case c.evictionHelpsLocked(b, w.p.base, w.seq):
 			c.evictLocked(c.inactive.Front().Value.(*Parked), EvictedForAdmission)
+		case c.group != nil && c.group.evictBorrowersLocked(c, w.p.base, w.seq):
+			// Other members' parked borrowers were evicted: the head now borrows.
 		default:
 			return c.grantMemoryLocked() || settled
 		}

@@ -1,5 +1,10 @@
 package admission
 
+import (
+	"cmp"
+	"slices"
+)
+
 // Borrowing from a group's shared pool.
 //
 // A member's memory limit is its share. What a member holds beyond its share is
@@ -100,4 +105,67 @@ func (g *Group) maybeAdmitLocked() {
 			}
 		}
 	}
+}
+
+// evictBorrowersLocked evicts other members' parked permits when that, and only
+// that, lets c's request for base, arrived at seq, borrow from the pool: the
+// request is held back by the pool alone (not by CPU, count or a limit), and its
+// own member's parked permits could not let it in (evictionHelpsLocked said no).
+// It considers only parked permits whose base memory is all borrowed (their member
+// holds at least that much beyond its share, counting the evictions before them),
+// oldest first by park order across the group, and evicts the shortest such run after which the
+// request is admitted, with ranks and claims re-computed as they would be. It
+// reports whether it evicted anything; if no run lets the request in, it evicts
+// nothing.
+//
+// The what-if is computed by giving the candidates' base resources back to their
+// members' availability and taking them away again, all in the caller's one hold
+// of the group's lock, so nobody sees the intermediate state. Eviction changes
+// nothing else the rules read: parked permits' CPU marks do not count, and
+// memory a parked permit consumed stays accounted to it.
+func (g *Group) evictBorrowersLocked(c *Controller, base Resources, seq uint64) bool {
+	if c.rulesLocked(base) != blockedByShare {
+		return false
+	}
+	var cands []*Parked
+	for _, m := range g.members {
+		if m == c {
+			continue
+		}
+		for e := m.inactive.Front(); e != nil; e = e.Next() {
+			if pk := e.Value.(*Parked); pk.p.hasBase {
+				cands = append(cands, pk)
+			}
+		}
+	}
+	if len(cands) == 0 {
+		return false
+	}
+	slices.SortFunc(cands, func(a, b *Parked) int { return cmp.Compare(a.seq, b.seq) })
+	var run []*Parked
+	lets := false
+	for _, pk := range cands {
+		m := pk.p.c
+		if b := m.borrowedLocked(); b == 0 || pk.p.base.Memory > b {
+			// Evicting it would take its member below its share: that memory is
+			// not lent, so another member's request never takes it.
+			continue
+		}
+		m.avail = m.avail.Add(pk.p.base)
+		run = append(run, pk)
+		if c.admissionLocked(base, seq) == admissible {
+			lets = true
+			break
+		}
+	}
+	for _, pk := range run {
+		pk.p.c.avail = pk.p.c.avail.Sub(pk.p.base)
+	}
+	if !lets {
+		return false
+	}
+	for _, pk := range run {
+		pk.p.c.evictLocked(pk, EvictedForAdmission)
+	}
+	return true
 }

@@ -32,7 +32,8 @@
 // Otherwise the request queues, and is admitted from the head as conditions allow.
 // When the head is held back by count or memory (never when only CPU holds it),
 // and evicting parked permits could let it in, they are evicted, oldest first,
-// until it fits. A full queue (WithMaxQueueLength) refuses a request at once with
+// until it fits; in a group (see "Workload groups") that includes other members'
+// parked permits that hold borrowed memory. A full queue (WithMaxQueueLength) refuses a request at once with
 // ErrQueueFull; with
 // WithShedFactor, a queued request that would be admitted with too little of its
 // time budget left fails with ErrShed instead. Both count as shed. A request whose
@@ -108,6 +109,17 @@
 //     ranked after it, even when a smaller request would fit, as the FIFO queue
 //     does against a large request's starvation. A request the pool could never
 //     cover is no claimant and holds nothing back.
+//   - Eviction for the pool. A member's parked permits can hold the pool
+//     against every other member. When the claimant ranked first is held back by
+//     the pool alone (never by CPU, count or a limit) and its own member's parked
+//     permits could not let it in, other members' parked permits are evicted,
+//     oldest first by park order across the group, just as many as let it in, in
+//     one hold of the lock; if no such run lets it in, none is. Only a permit
+//     whose base memory is all borrowed (its member holds at least that much
+//     beyond its share, after the evictions before it) is taken, so a member's
+//     memory within its share is never taken back for another member; a parked
+//     permit larger than what its member borrows waits for Resume, its TTL or
+//     its own member's eviction.
 //   - Limits. A member's serialize and kill limits are taken of what it may hold
 //     with borrowing: multiplier x (share + pool).
 //   - Wakeups. Whatever gives memory back, in any member, re-runs admission for

@@ -27,7 +27,7 @@ type Group struct {
 	total   Resources     // Count: each member's count limit; Memory: split by shares plus the pool
 	pool    int64         // memory in the shared pool: total.Memory minus the members' shares
 	members []*Controller // in Add order; a removed member stays until its permits are released
-	seq     uint64        // arrival order of the members' queued requests (waiter.seq)
+	seq     uint64        // arrival order of the members' queued requests (waiter.seq) and parked permits (Parked.seq)
 }
 
 // MaxShares is the most shares a member may have. With shares in [1, MaxShares]

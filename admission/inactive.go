@@ -43,6 +43,7 @@ type Parked struct {
 	value    io.Closer
 	onEvict  func(EvictReason)
 	ttlAfter time.Duration // from WithTTL; 0: no TTL
+	seq      uint64        // park order in its group, for evicting the oldest across members (0 outside a group)
 
 	// Guarded by the controller's lock.
 
@@ -110,6 +111,10 @@ func (c *Controller) Park(p *Permit, value io.Closer, opts ...ParkOption) (*Park
 	p.setPhaseLocked(Inactive) // its CPU marks stop counting
 	p.parked = pk
 	pk.elem = c.inactive.PushBack(pk)
+	if g := c.group; g != nil {
+		g.seq++
+		pk.seq = g.seq
+	}
 	if c.closed {
 		// Close evicted every parked permit and waits for them to be released: one
 		// parked now is evicted the same way, or Close would wait for it forever.
