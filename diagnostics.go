@@ -73,7 +73,11 @@ func (s *Semaphore) snapshot() snapshot {
 	snap.capacity, snap.avail, snap.broken = s.capacity.Load(), unitsOf(st), s.broken.Load()
 	for w := s.head; w != nil; w = w.next {
 		n := w.n.Load()
-		snap.waiters = append(snap.waiters, waiterRow{n: n, since: w.since})
+		row := waiterRow{n: n}
+		if s.diag != nil {
+			row.since = s.diag.joined[w]
+		}
+		snap.waiters = append(snap.waiters, row)
 		snap.waitUnits += n
 	}
 	if d := s.diag; d != nil {

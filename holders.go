@@ -72,7 +72,11 @@ type diagnostics struct {
 	holders    int        // length of the list
 	swept      int        // length of the list after the last sweep
 
-	watch watchdogState // guarded by sem.mu; see watchdog.go
+	// joined holds when each waiter in the list joined it, since epoch; guarded by
+	// sem.mu. A map rather than a field of the waiter, so that a waiter stays 64
+	// bytes whether or not diagnostics are on.
+	joined map[*waiter]time.Duration
+	watch  watchdogState // guarded by sem.mu; see watchdog.go
 }
 
 // holder is the record of one tracked Units. It reaches its Units only through a
@@ -100,7 +104,7 @@ func (s *Semaphore) newDiagnostics(cfg trackConfig) *diagnostics {
 	if !cfg.holders {
 		return nil
 	}
-	return &diagnostics{sem: s, cfg: cfg}
+	return &diagnostics{sem: s, cfg: cfg, joined: make(map[*waiter]time.Duration)}
 }
 
 // trackedUnits builds the Units for n units just taken by a caller skip frames

@@ -75,7 +75,6 @@ type waiter struct {
 	park       sync.WaitGroup // counter 1 while a waiter parked on it is queued
 	ch         chan struct{}  // onCond, nil (parks on park) or the context waiter's channel
 	expire     func()         // w.onTimer, bound on a node's first timed wait so later ones allocate only the timer
-	since      time.Duration  // when w joined (see now); set only with diagnostics on; guarded by mu
 }
 
 // onCond marks a waiter parked on its semaphore's Cond. It is never closed.
@@ -165,6 +164,9 @@ func (s *Semaphore) removeLocked(w *waiter) {
 	}
 	w.next, w.prev = nil, nil
 	s.waiters.Add(-1)
+	if s.diag != nil {
+		delete(s.diag.joined, w)
+	}
 	if s.head == nil {
 		s.state.And(^int64(flagWaiting))
 	}

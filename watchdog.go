@@ -49,9 +49,10 @@ type watchdogState struct {
 // joinedLocked records when w joined the wait list, for dumps and for its wait
 // time, and arms the watchdog if it is on and not armed yet.
 func (d *diagnostics) joinedLocked(w *waiter) {
-	w.since = time.Since(epoch)
+	now := time.Since(epoch)
+	d.joined[w] = now
 	if ws := d.cfg.watch; ws != nil && !d.watch.armed {
-		d.armLocked(d.sem.head.since + ws.threshold - w.since)
+		d.armLocked(d.joined[d.sem.head] + ws.threshold - now)
 	}
 }
 
@@ -74,7 +75,7 @@ func (d *diagnostics) check() {
 		return
 	}
 	now := time.Since(epoch)
-	waited := now - s.head.since
+	waited := now - d.joined[s.head]
 	next := ws.threshold - waited
 	dump := false
 	if waited >= ws.threshold {

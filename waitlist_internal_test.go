@@ -1,0 +1,48 @@
+package semaphore
+
+import (
+	"context"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// A waiter costs 64 bytes, one size class, with diagnostics on or off: what
+// diagnostics add is kept beside the list, not in the node.
+func TestWaiter_Is64Bytes(t *testing.T) {
+	assert.Equal(t, uintptr(64), unsafe.Sizeof(waiter{}))
+}
+
+// The join times diagnostics keep are dropped as waiters leave the list, however
+// they leave, so that the map never keeps a pooled node alive or grows past the
+// waiters present.
+func TestDiagnostics_JoinTimesLeaveWithTheirWaiters(t *testing.T) {
+	s := New(2, WithHolderTracking())
+	require.True(t, s.TryAcquire(2))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{}, 4)
+	wait := func(n int64, acquire func() error) {
+		if acquire() == nil {
+			s.Release(n) // a grant racing the cancellation or the timer is kept
+		}
+		done <- struct{}{}
+	}
+	go wait(1, func() error { return s.Acquire(context.Background(), 1) })
+	go wait(1, func() error { return s.Acquire(ctx, 1) })
+	go wait(1, func() error { return s.AcquireTimeout(time.Millisecond, 1) })
+	go wait(2, func() error { return s.Acquire(context.Background(), 2) })
+	require.Eventually(t, func() bool { return s.Stats().Queued == 4 }, 10*time.Second, time.Millisecond)
+	cancel()
+	s.Resize(1) // fails the waiter for 2
+	s.Release(2)
+	for range 4 {
+		<-done
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	assert.Nil(t, s.head)
+	assert.Empty(t, s.diag.joined)
+}
