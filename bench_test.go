@@ -299,7 +299,9 @@ func BenchmarkWeightedMix(b *testing.B) {
 // channel and then the same number in Acquire, and reports the heap the semaphore
 // adds per waiter beyond the goroutines themselves; then the time to cancel the one
 // waiter in the middle of the list, to wake k = 1000 waiters with one Release, and to
-// Break with the rest still waiting.
+// Break with the rest still waiting. impl=channel is the floor of that last step:
+// closing a channel that as many goroutines wait on, which wakes each of them and
+// does nothing else.
 func BenchmarkManyWaiters(b *testing.B) {
 	const waiters = 100_000
 	b.Run("impl=fairsem", func(b *testing.B) {
@@ -353,6 +355,22 @@ func BenchmarkManyWaiters(b *testing.B) {
 		b.ReportMetric(cancelMiddle/n, "ns/cancel-middle")
 		b.ReportMetric(wakeK/n, "ns/wake-per-waiter")
 		b.ReportMetric(breakAll/n/1e6, "ms/break")
+	})
+	b.Run("impl=channel", func(b *testing.B) {
+		var breakAll float64
+		for b.Loop() {
+			ch := make(chan struct{})
+			var parked sync.WaitGroup
+			parkAll(&parked, waiters, func(int) { <-ch })
+			for runtime.NumGoroutine() < waiters {
+				runtime.Gosched()
+			}
+			start := time.Now()
+			close(ch)
+			breakAll += float64(time.Since(start).Nanoseconds())
+			parked.Wait()
+		}
+		b.ReportMetric(breakAll/float64(b.N)/1e6, "ms/break")
 	})
 }
 

@@ -171,6 +171,10 @@ func (s samples) report(w io.Writer) {
 	}
 	metric("P6", "B/waiter", "<= 64", 64, false)
 	metric("P6", "ms/break", "< 100", 100, true)
+	brk, ok1 := s.median("ManyWaiters", "fairsem", 2, "ms/break")
+	floor, ok2 := s.median("ManyWaiters", "channel", 2, "ms/break")
+	add("P6", "ManyWaiters: Break / closing a channel as many wait on (the floor)",
+		fmt.Sprintf("%.4g ms / %.4g ms = **%.2fx**", brk, floor, brk/floor), "reported", true, ok1 && ok2)
 	metric("P6", "ns/cancel-middle", "O(1): no walk of the list", 1e6, false)
 	metric("P6", "ns/wake-per-waiter", "O(k): constant per waiter", 1e4, false)
 	a, ok1 := s.median("AcquireUnitsRelease", "fairsem", 2, "ns/op")
