@@ -115,7 +115,7 @@ func (s *Semaphore) wokenOutOfTurn(w *waiter) int64 {
 	if w.queued() {
 		w.ch = nil
 		w.park.Add(1)
-		s.cond.Signal()
+		s.signalLocked()
 		s.mu.Unlock()
 		w.park.Wait()
 	} else {

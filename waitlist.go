@@ -180,11 +180,23 @@ func (s *Semaphore) settleLocked(w *waiter, outcome int64, woken *wakeList) {
 		// The store is the last touch of w: a waiter that is awake (woken for
 		// another) may reuse w as soon as it loads the outcome.
 		w.n.Store(outcome)
-		s.cond.Signal() // under mu: see "The Cond" above
+		s.signalLocked()
 		return
 	}
 	w.n.Store(outcome)
 	woken.push(w)
+}
+
+// signalLocked wakes the Cond waiter holding the oldest ticket not yet woken. It
+// must be called with mu held (see "The Cond" above): a Signal made after mu is
+// released can be lost, rarely enough that no test reliably sees the loss, so
+// race-enabled builds check the lock instead.
+func (s *Semaphore) signalLocked() {
+	if checkLocks && s.mu.TryLock() {
+		s.mu.Unlock()
+		s.panicf("Cond signalled without holding the lock")
+	}
+	s.cond.Signal()
 }
 
 // grantLocked grants waiters from the head while they fit. The units are taken

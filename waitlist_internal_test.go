@@ -46,3 +46,16 @@ func TestDiagnostics_JoinTimesLeaveWithTheirWaiters(t *testing.T) {
 	assert.Nil(t, s.head)
 	assert.Empty(t, s.diag.joined)
 }
+
+// Signalling the Cond outside the lock can lose a wakeup, too rarely for a stress
+// test to see; race-enabled builds, where the tests run, catch every such Signal.
+func TestSignalLocked_PanicsWithoutTheLockInRaceBuilds(t *testing.T) {
+	if !checkLocks {
+		t.Skip("the check is made in race-enabled builds only")
+	}
+	s := New(1, WithName("sig"))
+	assert.PanicsWithValue(t, `semaphore "sig": Cond signalled without holding the lock`, s.signalLocked)
+	s.mu.Lock()
+	assert.NotPanics(t, s.signalLocked)
+	s.mu.Unlock()
+}

@@ -1,0 +1,6 @@
+//go:build !race
+
+package semaphore
+
+// checkLocks: see lockcheck_race.go.
+const checkLocks = false
