@@ -104,8 +104,10 @@
 //     cannot see, and counting them anywhere else would cost Units.Release a
 //     branch on every semaphore.
 //   - With tracking on, a call that queues reads the clock once more, under the
-//     lock, so that dumps can show how long each waiter has waited; without it the
-//     wait's two clock reads are the ones Stats.WaitTime and the observer share.
+//     lock, so that dumps can show how long each waiter has waited, and that time
+//     is kept in a map beside the wait list rather than in the node, which stays
+//     64 bytes; without tracking the wait's two clock reads are the ones
+//     Stats.WaitTime and the observer share.
 //   - Leaked units are reported, never returned, unless the report's Reclaim is
 //     called.
 //   - The core does not import expvar, whose import registers an HTTP handler; the
@@ -116,8 +118,8 @@
 // # Cost
 //
 // TryAcquire, and Acquire and Release when nobody waits, are one compare-and-swap
-// each and take no lock. A call that has to wait costs a pooled wait-list node and
-// no allocation with a context that cannot be cancelled (it parks on the
+// each and take no lock. A call that has to wait costs a pooled 64-byte wait-list
+// node and no allocation with a context that cannot be cancelled (it parks on the
 // semaphore's one sync.Cond), one allocation (the timer) with AcquireTimeout, and
 // one (the channel it selects on) with a cancellable context. The semaphore never
 // starts a goroutine; AcquireTimeout's deadline runs on the runtime's timer

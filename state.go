@@ -114,6 +114,22 @@ func (s *Semaphore) acquireLockFree(n int64) bool {
 	}
 }
 
+// yieldThenAcquire gives the holders one chance to release before a call that found
+// too few units queues: unless someone waits or the semaphore is broken, it yields
+// the processor once and retries the lock-free grant. A unit held for a few
+// nanoseconds is then usually caught without a park and a wake-up, which cost far
+// more than the yield (BENCHMARKS.md: "Yielding once before queueing"); a unit held
+// longer costs the caller one yield before it queues. FIFO is untouched: the call
+// is not in the list while it yields, and a lock-free grant is refused while
+// anyone is. TryAcquire and AcquireTimeout(d <= 0) never yield: they do not wait.
+func (s *Semaphore) yieldThenAcquire(n int64) bool {
+	if s.state.Load()&(flagWaiting|flagBroken) != 0 {
+		return false
+	}
+	runtime.Gosched()
+	return s.acquireLockFree(n)
+}
+
 // maxBackoff caps the number of scheduler yields after a failed swap.
 const maxBackoff = 8
 

@@ -63,7 +63,7 @@ func (s *Semaphore) join(n int64, mayWait bool) (w *waiter, ahead int, err error
 }
 
 // acquireSlow is Acquire after its lock-free attempt: it checks n and the context,
-// retries without the lock, joins the wait list, and parks until the waiter is
+// retries without the lock (once more after a yield), joins the wait list, and parks until the waiter is
 // settled, unless the context can end, in which case waitContext selects on both.
 func (s *Semaphore) acquireSlow(ctx context.Context, n int64) error {
 	if n < 0 {
@@ -82,7 +82,7 @@ func (s *Semaphore) acquireSlow(ctx context.Context, n int64) error {
 		default:
 		}
 	}
-	if s.acquireLockFree(n) {
+	if s.acquireLockFree(n) || s.yieldThenAcquire(n) {
 		return nil
 	}
 	w, ahead, err := s.join(n, true)
@@ -129,7 +129,7 @@ func (s *Semaphore) acquireTimeoutSlow(d time.Duration, n int64) error {
 	if n < 0 {
 		s.panicf("AcquireTimeout(%d): negative units", n)
 	}
-	if s.acquireLockFree(n) {
+	if s.acquireLockFree(n) || (d > 0 && s.yieldThenAcquire(n)) {
 		return nil
 	}
 	w, ahead, err := s.join(n, d > 0)
