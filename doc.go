@@ -118,7 +118,10 @@
 // # Cost
 //
 // TryAcquire, and Acquire and Release when nobody waits, are one compare-and-swap
-// each and take no lock. A call that has to wait costs a pooled 64-byte wait-list
+// each and take no lock. An Acquire or AcquireTimeout that finds too few units while
+// nobody waits yields the processor once and tries again before it queues: a
+// park and a wake-up cost far more than a yield when the holder is about to
+// release, and a yield costs little when it is not. A call that has to wait costs a pooled 64-byte wait-list
 // node and no allocation with a context that cannot be cancelled (it parks on the
 // semaphore's one sync.Cond), one allocation (the timer) with AcquireTimeout, and
 // one (the channel it selects on) with a cancellable context. The semaphore never

@@ -85,7 +85,10 @@ func New(capacity int64, opts ...Option) *Semaphore {
 //
 // The call is granted at once only if n units are available and nobody is waiting;
 // otherwise it joins the tail of the wait list and is granted in arrival order. n = 0
-// follows the same rule (it waits behind earlier waiters). Acquire fails at once,
+// follows the same rule (it waits behind earlier waiters). When it finds too few
+// units and nobody waiting, it first yields the processor once and looks again, so
+// that a unit held for a moment is taken without parking; it never takes units
+// while anyone waits. Acquire fails at once,
 // without queuing and without holding anyone back, when ctx is already done (even if
 // units are free); otherwise, in this order, when the semaphore is broken
 // (ErrBroken), when n exceeds the capacity (ErrTooLarge), or when the wait list is
