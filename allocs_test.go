@@ -3,10 +3,12 @@ package semaphore_test
 import (
 	"context"
 	"runtime"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/fairsem/semaphore"
 )
@@ -86,12 +88,43 @@ func TestAllocs_BlockedAcquireWithAContextThatCannotEndAllocatesNothing(t *testi
 	assert.GreaterOrEqual(t, s.Stats().Queued, uint64(200), "every round waited")
 }
 
-func TestAllocs_BlockedAcquireTimeoutAllocatesOnlyItsTimer(t *testing.T) {
+// A lone timed waiter starts the semaphore's deadline timer: one allocation.
+func TestAllocs_BlockedAcquireTimeoutAllocatesAtMostATimer(t *testing.T) {
 	s := semaphore.New(1)
 	round, stop := blockedRound(s, func() error { return s.AcquireTimeout(time.Hour, 1) })
 	defer stop()
 	assert.LessOrEqual(t, testing.AllocsPerRun(200, round), 1.0)
 	assert.GreaterOrEqual(t, s.Stats().Queued, uint64(200))
+}
+
+// Timed waiters that keep arriving while others wait share the pending deadline
+// timer, so under steady load a blocked AcquireTimeout allocates nothing.
+// (CI runs it in the coverage pass, which is built without the race detector.)
+func TestAllocs_TimedWaitersUnderSteadyLoadShareOneTimer(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector's runtime allocates about once every four switches here")
+	}
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	s := semaphore.New(1)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	var wg sync.WaitGroup
+	for range 16 { // enough that the list seldom empties, which lets the timer go
+		wg.Go(func() {
+			for range 500 {
+				if s.AcquireTimeout(time.Hour, 1) == nil {
+					runtime.Gosched() // hold the unit across a switch, so that others queue
+					s.Release(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	runtime.ReadMemStats(&after)
+	queued := s.Stats().Queued
+	require.Greater(t, queued, uint64(1000), "the callers must have waited for this test to mean anything")
+	perBlocked := float64(after.Mallocs-before.Mallocs) / float64(queued)
+	assert.Less(t, perBlocked, 0.1, "%d allocations for %d blocked calls", after.Mallocs-before.Mallocs, queued)
 }
 
 func TestAllocs_BlockedAcquireWithACancellableContextAllocatesOnlyItsChannel(t *testing.T) {

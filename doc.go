@@ -121,12 +121,17 @@
 // each and take no lock. An Acquire or AcquireTimeout that finds too few units while
 // nobody waits yields the processor once and tries again before it queues: a
 // park and a wake-up cost far more than a yield when the holder is about to
-// release, and a yield costs little when it is not. A call that has to wait costs a pooled 64-byte wait-list
-// node and no allocation with a context that cannot be cancelled (it parks on the
-// semaphore's one sync.Cond), one allocation (the timer) with AcquireTimeout, and
-// one (the channel it selects on) with a cancellable context. The semaphore never
-// starts a goroutine; AcquireTimeout's deadline runs on the runtime's timer
-// goroutine. Stats.WaitTime is exact: a call that waits reads the monotonic clock
+// release, and a yield costs little when it is not. A call that has to wait costs
+// a pooled 64-byte wait-list node and no allocation with a context that cannot be
+// cancelled (it parks on the semaphore's one sync.Cond), at most one allocation
+// (a timer) with AcquireTimeout, and one (the channel it selects on) with a
+// cancellable context. AcquireTimeout's waiters share one deadline timer per
+// semaphore, set for the earliest deadline, so a timed wait adds a heap push and a
+// removal under the lock rather than starting and stopping a runtime timer, and
+// allocates nothing while a pending timer covers its deadline. Timers are never
+// stopped: one that is no longer needed fires once and finds nothing to do. The
+// semaphore never starts a goroutine; the deadline timer's callback runs on the
+// runtime's timer goroutine. Stats.WaitTime is exact: a call that waits reads the monotonic clock
 // twice, when it joins the list and when it wakes.
 //
 // # Testing with testing/synctest

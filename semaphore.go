@@ -47,6 +47,11 @@ type Semaphore struct {
 	queued     uint64        // calls that joined the wait list
 	drained    chan struct{} // closed when every unit is back; non-nil while a Drain waits
 	drainers   int           // Drain calls waiting on drained
+	deadlines  deadlineHeap  // the timed waiters in the list, earliest deadline first; see deadline.go
+	timerSet   bool          // a deadline timer is pending, and will fire at timerAt
+	timerAt    time.Duration // since epoch
+
+	onDeadlineFunc func() // s.onDeadline, bound once; guarded by mu
 
 	// Fixed after New.
 	name       string
@@ -116,8 +121,10 @@ func (s *Semaphore) Acquire(ctx context.Context, n int64) error {
 // (ErrBroken, then ErrTooLarge) or, when it would have to wait, with the timeout
 // error.
 //
-// It costs at most one allocation (the timer) when it has to wait, and none when it
-// does not. AcquireTimeout panics if n is negative.
+// Timed waiters share one deadline timer per semaphore: a call that has to wait
+// allocates nothing while a timer is pending that fires by its deadline, which
+// under steady load is nearly always, and otherwise one timer. It allocates nothing
+// when it does not wait. AcquireTimeout panics if n is negative.
 func (s *Semaphore) AcquireTimeout(d time.Duration, n int64) error {
 	if s.tryAcquire(n) {
 		return nil

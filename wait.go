@@ -53,7 +53,6 @@ func (s *Semaphore) join(n int64, mayWait bool) (w *waiter, ahead int, err error
 	}
 	w = waiterPool.Get().(*waiter)
 	w.n.Store(n)
-	w.sem = s
 	ahead = s.Waiters()
 	s.pushLocked(w)
 	if s.diag != nil {
@@ -101,7 +100,7 @@ func (s *Semaphore) acquireSlow(ctx context.Context, n int64) error {
 	if outcome >= 0 {
 		outcome = s.wokenOutOfTurn(w)
 	}
-	w.sem, w.ch = nil, nil // a pooled node keeps no semaphore alive
+	w.ch = nil
 	waiterPool.Put(w)
 	return s.waitEnded(outcome, n, start, ahead, ctx, 0)
 }
@@ -144,43 +143,19 @@ func (s *Semaphore) acquireTimeoutSlow(d time.Duration, n int64) error {
 }
 
 // waitTimer parks w until it is settled or d passes, whichever comes first. It is
-// called with mu held.
+// called with mu held. The deadline is kept by the semaphore's deadline timer (see
+// deadline.go), which settles w when it passes, so that whatever settles w, the
+// waiter is woken through its WaitGroup and w is reachable from nowhere else.
 func (s *Semaphore) waitTimer(w *waiter, d time.Duration, ahead int) error {
 	n := w.n.Load()
+	start := now()
+	s.armLocked(w, start, d)
 	w.park.Add(1)
 	s.mu.Unlock()
-	start := now()
-	if w.expire == nil {
-		w.expire = w.onTimer
-	}
-	t := time.AfterFunc(d, w.expire)
 	w.park.Wait()
 	outcome := w.n.Load()
-	// If the timer fired but did not settle w, onTimer may still be reading w:
-	// leave the node to the garbage collector.
-	if outcome == settledTimedOut || t.Stop() {
-		w.sem = nil
-		waiterPool.Put(w)
-	}
+	waiterPool.Put(w)
 	return s.waitEnded(outcome, n, start, ahead, nil, d)
-}
-
-// onTimer is AcquireTimeout's deadline. It runs on the timer's goroutine, so it may
-// find w already settled (granted, broken, resized away), in which case it does
-// nothing; the waiter then does not reuse w, because this function may still be
-// reading it.
-func (w *waiter) onTimer() {
-	s := w.sem
-	s.mu.Lock()
-	if !w.queued() {
-		s.mu.Unlock()
-		return
-	}
-	var woken wakeList
-	s.leaveLocked(w, settledTimedOut, &woken)
-	s.mu.Unlock()
-	woken.wake()
-	w.park.Done() // the last touch of w: from here the waiter owns it again
 }
 
 // waitContext waits for w to be settled or for the context to end. It is called
@@ -198,7 +173,7 @@ func (s *Semaphore) waitContext(ctx context.Context, w *waiter, ahead int) error
 	case <-ctx.Done():
 		outcome = s.abandon(ctx, w, n)
 	}
-	w.sem, w.ch = nil, nil
+	w.ch = nil
 	waiterPool.Put(w)
 	return s.waitEnded(outcome, n, start, ahead, ctx, 0)
 }

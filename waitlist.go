@@ -32,8 +32,9 @@ import (
 //
 // Waking after unlocking means a woken waiter never contends with its waker, and
 // waking is all the settler does: it never runs waiter code. A woken waiter returns
-// its node to the pool only when no other goroutine can still reach it: after its
-// wake, and after its timer is known not to be running.
+// its node to the pool only after its wake, when no other goroutine can reach it:
+// the deadline timer reaches timed waiters only through the semaphore's deadline
+// heap, under mu, and a settled waiter has left it (deadline.go).
 //
 // The Cond. A plain waiter calls s.cond.Wait with mu held, right after join pushed
 // it: Wait takes a ticket, then unlocks mu (the Cond's Locker unlocks mu and its Lock
@@ -57,8 +58,9 @@ import (
 // that waits on a Semaphore can be tested with synctest; a sync.Mutex is not. The
 // Cond has no bubble of its own, and the WaitGroup drops its bubble association
 // each time its counter returns to zero, which is what makes pooling nodes safe.
-// Timers and channels, which stay tied to the bubble that made them, are made per
-// wait and never pooled. The Cond serves all plain waiters of a semaphore, so a
+// Channels, which stay tied to the bubble that made them, are made per wait and
+// never pooled; deadline timers belong to the semaphore and are only ever started
+// and left to fire (deadline.go). The Cond serves all plain waiters of a semaphore, so a
 // node stays 64 bytes.
 //
 // A waiter's outcome is stored under mu and loaded by the waiter after its wake:
@@ -71,10 +73,10 @@ type waiter struct {
 	// of the settled* codes (< 0); the waiter's goroutine keeps its own copy of n.
 	n          atomic.Int64
 	next, prev *waiter
-	sem        *Semaphore     // the semaphore whose list w joined; read by onTimer
 	park       sync.WaitGroup // counter 1 while a waiter parked on it is queued
 	ch         chan struct{}  // onCond, nil (parks on park) or the context waiter's channel
-	expire     func()         // w.onTimer, bound on a node's first timed wait so later ones allocate only the timer
+	deadline   time.Duration  // a timed waiter's deadline, since epoch; guarded by mu
+	slot       int            // index + 1 in Semaphore.deadlines; 0: not a timed waiter in the list; guarded by mu
 }
 
 // onCond marks a waiter parked on its semaphore's Cond. It is never closed.
@@ -164,6 +166,15 @@ func (s *Semaphore) removeLocked(w *waiter) {
 	}
 	w.next, w.prev = nil, nil
 	s.waiters.Add(-1)
+	if w.slot != 0 {
+		s.deadlines.remove(w)
+		if len(s.deadlines) == 0 {
+			s.timerSet = false // see deadline.go
+			if cap(s.deadlines) > 1024 {
+				s.deadlines = nil // let a burst's array go
+			}
+		}
+	}
 	if s.diag != nil {
 		delete(s.diag.joined, w)
 	}

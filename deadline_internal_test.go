@@ -1,0 +1,46 @@
+package semaphore
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// The deadline heap, against a sorted slice: pushes and removals from anywhere, in
+// random order, keep the earliest deadline first and every slot pointing at its
+// waiter.
+func TestDeadlineHeap_RemovingFromAnywhereKeepsTheEarliestFirst(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for round := range 40 {
+		var h deadlineHeap
+		var in []*waiter
+		for range 200 {
+			if len(in) == 0 || rng.IntN(3) != 0 {
+				w := &waiter{deadline: time.Duration(rng.IntN(50))}
+				h.push(w)
+				in = append(in, w)
+			} else {
+				i := rng.IntN(len(in))
+				h.remove(in[i])
+				require.Zero(t, in[i].slot, "round %d: a removed waiter keeps no slot", round)
+				in = slices.Delete(in, i, i+1)
+			}
+			require.Len(t, h, len(in))
+			for i, w := range h { // plain checks: require here would dominate the run time
+				if w.slot != i+1 {
+					t.Fatalf("round %d: heap[%d] has slot %d", round, i, w.slot)
+				}
+				if i > 0 && h[(i-1)/2].deadline > w.deadline {
+					t.Fatalf("round %d: heap order broken at %d", round, i)
+				}
+			}
+			if len(in) > 0 {
+				earliest := slices.MinFunc(in, func(a, b *waiter) int { return int(a.deadline - b.deadline) })
+				require.Equal(t, earliest.deadline, h[0].deadline, "round %d", round)
+			}
+		}
+	}
+}
