@@ -309,7 +309,11 @@ func goroutinesIn(fn string) int {
 	buf = buf[:runtime.Stack(buf, true)]
 	n := 0
 	for _, g := range strings.Split(string(buf), "\n\n") {
-		if strings.Contains(g, fn) {
+		// Only goroutines in a bubble, the caller's (tests here do not run in
+		// parallel): a goroutine of an earlier test may still be on its way
+		// out, with the same functions on its stack.
+		header, _, _ := strings.Cut(g, "\n")
+		if strings.Contains(header, "synctest bubble") && strings.Contains(g, fn) {
 			n++
 		}
 	}
