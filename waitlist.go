@@ -59,8 +59,8 @@ import (
 // Cond has no bubble of its own, and the WaitGroup drops its bubble association
 // each time its counter returns to zero, which is what makes pooling nodes safe.
 // Channels, which stay tied to the bubble that made them, are made per wait and
-// never pooled; deadline timers belong to the semaphore and are only ever started
-// and left to fire (deadline.go). The Cond serves all plain waiters of a semaphore, so a
+// never pooled; the deadline timer belongs to the semaphore and lives only while
+// timed waiters wait (deadline.go). The Cond serves all plain waiters of a semaphore, so a
 // node stays 64 bytes.
 //
 // A waiter's outcome is stored under mu and loaded by the waiter after its wake:
@@ -169,7 +169,7 @@ func (s *Semaphore) removeLocked(w *waiter) {
 	if w.slot != 0 {
 		s.deadlines.remove(w)
 		if len(s.deadlines) == 0 {
-			s.timerSet = false // see deadline.go
+			s.stopTimerLocked() // see deadline.go
 			if cap(s.deadlines) > 1024 {
 				s.deadlines = nil // let a burst's array go
 			}
