@@ -176,7 +176,7 @@ func (s *Semaphore) removeLocked(w *waiter) {
 		}
 	}
 	if s.diag != nil {
-		delete(s.diag.joined, w)
+		s.diag.leftLocked(w, s.head == nil)
 	}
 	if s.head == nil {
 		s.state.And(^int64(flagWaiting))
