@@ -22,9 +22,11 @@ import (
 // goroutine that waits on it, grants it or leaves it while the heap is not empty
 // is in the bubble the timer was made in. A timer of another bubble, or of the
 // outside, would be one made before the heap last emptied, and that one was stopped
-// then; so it never fires into a later bubble (reading the real clock against the
+// then; so it does not fire into a later bubble (reading the real clock against the
 // bubble's deadlines), and one made in an ended bubble, which never fires, is never
-// counted on.
+// counted on. The one exception is a callback that had already started, waiting for
+// mu, when its timer was stopped: it runs late and settles what is due by its
+// clock, which is right unless the semaphore moved to another clock meanwhile.
 //
 // The bookkeeping, all guarded by mu:
 //   - deadlines holds exactly the timed waiters still in the list: join pushes a
@@ -122,7 +124,7 @@ func (s *Semaphore) coverLocked(deadline, now time.Duration) {
 }
 
 // stopTimerLocked stops and drops the timer once the heap is empty. A callback
-// already running finds nothing due, or a later timer's waiters, on its own clock.
+// already started still runs (see above).
 func (s *Semaphore) stopTimerLocked() {
 	if s.timer != nil {
 		s.timer.Stop()
