@@ -27,8 +27,10 @@ import (
 //	        node's WaitGroup, and the settler calls Done after unlocking mu;
 //	      - any other channel: a context waiter selects on it, and the settler
 //	        closes it after unlocking mu.
-//	    A waiter that settles itself on cancellation or timeout is not asleep, so
-//	    nobody wakes it.
+//	    A context waiter that settles itself on cancellation or on its context's
+//	    deadline is not asleep, so nobody wakes it. A timed waiter (AcquireTimeout)
+//	    is settled on its deadline by the deadline timer's callback, which wakes it
+//	    like any other settler.
 //
 // Waking after unlocking means a woken waiter never contends with its waker, and
 // waking is all the settler does: it never runs waiter code. A woken waiter returns
