@@ -204,3 +204,22 @@ func TestAcquireTimeout_AnOutsideTimerDoesNotFireIntoALaterBubble(t *testing.T) 
 	})
 	s.Release(1)
 }
+
+// A semaphore used by one bubble and then by another: the second bubble's timed
+// waiters time out on the second bubble's clock, whatever the first left behind.
+func TestAcquireTimeout_ASecondBubbleKeepsItsOwnDeadlines(t *testing.T) {
+	s := semaphore.New(1)
+	require.True(t, s.TryAcquire(1))
+	synctest.Test(t, func(t *testing.T) {
+		granted := timedWait(s, time.Hour, 1)
+		s.Release(1)
+		require.NoError(t, <-granted) // the unit stays held
+	})
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		timedOut := timedWait(s, 2*time.Hour, 1)
+		assert.ErrorIs(t, <-timedOut, semaphore.ErrTimedOut)
+		assert.Equal(t, 2*time.Hour, time.Since(start))
+	})
+	s.Release(1)
+}
