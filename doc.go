@@ -130,9 +130,10 @@
 // removal under the lock rather than starting and stopping a runtime timer, and
 // allocates nothing while the pending timer covers its deadline. The timer is
 // stopped when the last timed waiter leaves, so none outlives the waits it serves.
-// The semaphore never starts a goroutine; the deadline timer's callback runs on the
-// runtime's timer goroutine. Stats.WaitTime is exact: a call that waits reads the monotonic clock
-// twice, when it joins the list and when it wakes.
+// The semaphore starts no goroutine of its own: the deadline timer's callback runs
+// in the goroutine time.AfterFunc starts for it when it fires. Stats.WaitTime is
+// exact: a call that waits reads the monotonic clock twice, when it joins the list
+// and when it wakes.
 //
 // # Testing with testing/synctest
 //
