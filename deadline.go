@@ -7,29 +7,36 @@ import (
 
 // The deadline timer. Timed waiters (AcquireTimeout) do not arm a timer each: a
 // semaphore keeps its timed waiters in a heap by deadline, under mu, and one timer
-// set for the earliest deadline that no pending timer already covers. A timed wait
+// set for the earliest deadline that the timer does not already cover. A timed wait
 // then costs a heap push and a removal under the lock instead of starting and
-// stopping a runtime timer, and allocates nothing while a timer is pending, which
+// stopping a runtime timer, and allocates nothing while the timer is pending, which
 // under steady load is nearly always.
 //
-// Timers are only ever started and left to fire: never stopped or reset. A timer
-// made in a testing/synctest bubble may be stopped or reset only from inside that
-// bubble, and the goroutine that grants a timed waiter (and so would stop its
-// timer) can be any goroutine. A timer that is no longer needed fires once and
-// finds nothing to do.
+// The timer lives while the heap is not empty: it is started when the first timed
+// waiter joins, moved earlier (Reset) when an earlier deadline joins, and stopped
+// and dropped when the last timed waiter leaves, so that no timer outlives the waits
+// it serves: a timer left to fire would keep the semaphore reachable until then,
+// and waits that come one at a time would pile up one pending timer each.
+// Stopping and resetting stay within one testing/synctest bubble, as the runtime
+// requires: a semaphore is not shared between a bubble and the outside, so every
+// goroutine that waits on it, grants it or leaves it while the heap is not empty
+// is in the bubble the timer was made in. A timer of another bubble, or of the
+// outside, would be one made before the heap last emptied, and that one was stopped
+// then; so it does not fire into a later bubble (reading the real clock against the
+// bubble's deadlines), and one made in an ended bubble, which never fires, is never
+// counted on. The one exception is a callback that had already started, waiting for
+// mu, when its timer was stopped: it runs late and settles what is due by its
+// clock, which is right unless the semaphore moved to another clock meanwhile.
 //
 // The bookkeeping, all guarded by mu:
 //   - deadlines holds exactly the timed waiters still in the list: join pushes a
 //     timed waiter, and removeLocked, through which every waiter leaves, removes it.
-//   - timerSet and timerAt: a pending timer will fire at timerAt. Timers pending for
-//     later times may exist too; they are not counted on.
+//   - timer is nil while the heap is empty. timerSet and timerAt: timer is pending
+//     and will fire at timerAt.
 //   - Every timed waiter's deadline is covered: timerSet and timerAt <= its
-//     deadline. armLocked starts a timer when a new deadline is not covered, and
-//     onDeadline, once it has settled the waiters due, starts one for the earliest
+//     deadline. armLocked resets the timer when a new deadline is not covered, and
+//     onDeadline, once it has settled the waiters due, resets it for the earliest
 //     remaining deadline unless it is covered.
-//   - When the heap empties, timerSet is cleared, so that the next timed waiter
-//     starts a timer of its own rather than counting on one that may never fire
-//     (a bubble's timer does not fire once its bubble has ended).
 
 // deadlineHeap is a binary min-heap of timed waiters by deadline. A waiter's slot
 // is its index + 1, and 0 when it is not in the heap.
@@ -99,16 +106,31 @@ func (s *Semaphore) armLocked(w *waiter, now, d time.Duration) {
 	s.coverLocked(w.deadline, now)
 }
 
-// coverLocked starts a timer for deadline unless a pending one fires by then.
+// coverLocked makes the timer fire by deadline, unless it is pending for then or
+// earlier already.
 func (s *Semaphore) coverLocked(deadline, now time.Duration) {
 	if s.timerSet && s.timerAt <= deadline {
 		return
 	}
-	if s.onDeadlineFunc == nil {
-		s.onDeadlineFunc = s.onDeadline
+	if s.timer == nil {
+		if s.onDeadlineFunc == nil {
+			s.onDeadlineFunc = s.onDeadline
+		}
+		s.timer = time.AfterFunc(deadline-now, s.onDeadlineFunc)
+	} else {
+		s.timer.Reset(deadline - now)
 	}
-	time.AfterFunc(deadline-now, s.onDeadlineFunc)
 	s.timerSet, s.timerAt = true, deadline
+}
+
+// stopTimerLocked stops and drops the timer once the heap is empty. A callback
+// already started still runs (see above).
+func (s *Semaphore) stopTimerLocked() {
+	if s.timer != nil {
+		s.timer.Stop()
+		s.timer = nil
+	}
+	s.timerSet = false
 }
 
 // onDeadline is the deadline timer's callback: it fails every timed waiter whose
@@ -118,7 +140,7 @@ func (s *Semaphore) onDeadline() {
 	s.mu.Lock()
 	now := now()
 	if s.timerSet && s.timerAt <= now {
-		s.timerSet = false // the timer counted on has fired: this one, or an earlier one
+		s.timerSet = false // the timer has fired
 	}
 	var woken wakeList
 	for len(s.deadlines) > 0 && s.deadlines[0].deadline <= now {

@@ -2,6 +2,7 @@ package semaphore_test
 
 import (
 	"math"
+	"runtime"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -145,4 +146,80 @@ func TestAcquireTimeout_ABubblesTimerIsNotCountedOnAfterTheBubbleEnds(t *testing
 	case <-time.After(time.Minute): // a watchdog, not a synchronization
 		t.Fatal("the waiter never timed out")
 	}
+}
+
+// A timed wait that ends before its deadline leaves no timer pending behind it:
+// a timer left to fire would keep the semaphore reachable until the deadline, and
+// a caller whose waits come one at a time would pile up one timer per wait, each
+// held for its whole duration (an hour here).
+func TestAcquireTimeout_AFinishedWaitLeavesNoTimerPending(t *testing.T) {
+	collected := make(chan struct{})
+	func() {
+		s := semaphore.New(1)
+		runtime.AddCleanup(s, func(ch chan struct{}) { close(ch) }, collected)
+		require.True(t, s.TryAcquire(1))
+		done := make(chan error, 1)
+		go func() { done <- s.AcquireTimeout(time.Hour, 1) }()
+		require.Eventually(t, func() bool { return s.Waiters() == 1 }, 10*time.Second, time.Millisecond)
+		s.Release(1)
+		require.NoError(t, <-done)
+		s.Release(1)
+	}()
+	require.Eventually(t, func() bool {
+		runtime.GC()
+		select {
+		case <-collected:
+			return true
+		default:
+			return false
+		}
+	}, 10*time.Second, 10*time.Millisecond, "a pending deadline timer keeps the semaphore alive")
+}
+
+// A semaphore used outside a bubble and then inside one: the timer its last
+// outside timed wait started must not fire into the bubble, where it would read
+// the real clock against the bubble's deadlines (and wake a bubbled waiter from
+// outside the bubble, which the runtime makes a fatal error).
+func TestAcquireTimeout_AnOutsideTimerDoesNotFireIntoALaterBubble(t *testing.T) {
+	s := semaphore.New(1)
+	require.True(t, s.TryAcquire(1))
+	done := make(chan error, 1)
+	go func() { done <- s.AcquireTimeout(20*time.Millisecond, 1) }()
+	require.Eventually(t, func() bool { return s.Waiters() == 1 }, 10*time.Second, time.Millisecond)
+	s.Release(1)
+	require.NoError(t, <-done) // its 20ms timer, if left pending, fires during the bubble
+	past := make(chan struct{})
+	time.AfterFunc(500*time.Millisecond, func() { close(past) }) // a real-time mark, made outside
+	synctest.Test(t, func(t *testing.T) {
+		waiting := timedWait(s, time.Hour, 1)
+		<-past // real time passes the outside timer's deadline
+		synctest.Wait()
+		select {
+		case err := <-waiting:
+			t.Fatalf("the bubbled waiter ended after no bubble time: %v", err)
+		default:
+		}
+		s.Release(1)
+		require.NoError(t, <-waiting)
+	})
+	s.Release(1)
+}
+
+// A semaphore used by one bubble and then by another: the second bubble's timed
+// waiters time out on the second bubble's clock, whatever the first left behind.
+func TestAcquireTimeout_ASecondBubbleKeepsItsOwnDeadlines(t *testing.T) {
+	s := semaphore.New(1)
+	require.True(t, s.TryAcquire(1))
+	synctest.Test(t, func(t *testing.T) {
+		granted := timedWait(s, time.Hour, 1)
+		s.Release(1)
+		require.NoError(t, <-granted) // the unit stays held
+	})
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		timedOut := timedWait(s, 2*time.Hour, 1)
+		assert.ErrorIs(t, <-timedOut, semaphore.ErrTimedOut)
+		assert.Equal(t, 2*time.Hour, time.Since(start))
+	})
+	s.Release(1)
 }

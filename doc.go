@@ -128,11 +128,12 @@
 // cancellable context. AcquireTimeout's waiters share one deadline timer per
 // semaphore, set for the earliest deadline, so a timed wait adds a heap push and a
 // removal under the lock rather than starting and stopping a runtime timer, and
-// allocates nothing while a pending timer covers its deadline. Timers are never
-// stopped: one that is no longer needed fires once and finds nothing to do. The
-// semaphore never starts a goroutine; the deadline timer's callback runs on the
-// runtime's timer goroutine. Stats.WaitTime is exact: a call that waits reads the monotonic clock
-// twice, when it joins the list and when it wakes.
+// allocates nothing while the pending timer covers its deadline. The timer is
+// stopped when the last timed waiter leaves, so none outlives the waits it serves.
+// The semaphore starts no goroutine of its own: the deadline timer's callback runs
+// in the goroutine time.AfterFunc starts for it when it fires. Stats.WaitTime is
+// exact: a call that waits reads the monotonic clock twice, when it joins the list
+// and when it wakes.
 //
 // # Testing with testing/synctest
 //

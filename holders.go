@@ -75,8 +75,9 @@ type diagnostics struct {
 	// joined holds when each waiter in the list joined it, since epoch; guarded by
 	// sem.mu. A map rather than a field of the waiter, so that a waiter stays 64
 	// bytes whether or not diagnostics are on.
-	joined map[*waiter]time.Duration
-	watch  watchdogState // guarded by sem.mu; see watchdog.go
+	joined     map[*waiter]time.Duration
+	joinedPeak int           // the most entries joined has held; guarded by sem.mu
+	watch      watchdogState // guarded by sem.mu; see watchdog.go
 }
 
 // holder is the record of one tracked Units. It reaches its Units only through a

@@ -48,7 +48,8 @@ type Semaphore struct {
 	drained    chan struct{} // closed when every unit is back; non-nil while a Drain waits
 	drainers   int           // Drain calls waiting on drained
 	deadlines  deadlineHeap  // the timed waiters in the list, earliest deadline first; see deadline.go
-	timerSet   bool          // a deadline timer is pending, and will fire at timerAt
+	timer      *time.Timer   // the deadline timer; nil while deadlines is empty
+	timerSet   bool          // timer is pending, and will fire at timerAt
 	timerAt    time.Duration // since epoch
 
 	onDeadlineFunc func() // s.onDeadline, bound once; guarded by mu
@@ -121,10 +122,10 @@ func (s *Semaphore) Acquire(ctx context.Context, n int64) error {
 // (ErrBroken, then ErrTooLarge) or, when it would have to wait, with the timeout
 // error.
 //
-// Timed waiters share one deadline timer per semaphore: a call that has to wait
-// allocates nothing while a timer is pending that fires by its deadline, which
-// under steady load is nearly always, and otherwise one timer. It allocates nothing
-// when it does not wait. AcquireTimeout panics if n is negative.
+// Timed waiters share one deadline timer per semaphore, which lives while any of
+// them waits: a call that has to wait allocates nothing while other timed waiters
+// wait, which under steady load is nearly always, and otherwise one timer. It
+// allocates nothing when it does not wait. AcquireTimeout panics if n is negative.
 func (s *Semaphore) AcquireTimeout(d time.Duration, n int64) error {
 	if s.tryAcquire(n) {
 		return nil

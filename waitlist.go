@@ -27,8 +27,10 @@ import (
 //	        node's WaitGroup, and the settler calls Done after unlocking mu;
 //	      - any other channel: a context waiter selects on it, and the settler
 //	        closes it after unlocking mu.
-//	    A waiter that settles itself on cancellation or timeout is not asleep, so
-//	    nobody wakes it.
+//	    A context waiter that settles itself on cancellation or on its context's
+//	    deadline is not asleep, so nobody wakes it. A timed waiter (AcquireTimeout)
+//	    is settled on its deadline by the deadline timer's callback, which wakes it
+//	    like any other settler.
 //
 // Waking after unlocking means a woken waiter never contends with its waker, and
 // waking is all the settler does: it never runs waiter code. A woken waiter returns
@@ -59,8 +61,8 @@ import (
 // Cond has no bubble of its own, and the WaitGroup drops its bubble association
 // each time its counter returns to zero, which is what makes pooling nodes safe.
 // Channels, which stay tied to the bubble that made them, are made per wait and
-// never pooled; deadline timers belong to the semaphore and are only ever started
-// and left to fire (deadline.go). The Cond serves all plain waiters of a semaphore, so a
+// never pooled; the deadline timer belongs to the semaphore and lives only while
+// timed waiters wait (deadline.go). The Cond serves all plain waiters of a semaphore, so a
 // node stays 64 bytes.
 //
 // A waiter's outcome is stored under mu and loaded by the waiter after its wake:
@@ -169,14 +171,14 @@ func (s *Semaphore) removeLocked(w *waiter) {
 	if w.slot != 0 {
 		s.deadlines.remove(w)
 		if len(s.deadlines) == 0 {
-			s.timerSet = false // see deadline.go
+			s.stopTimerLocked() // see deadline.go
 			if cap(s.deadlines) > 1024 {
 				s.deadlines = nil // let a burst's array go
 			}
 		}
 	}
 	if s.diag != nil {
-		delete(s.diag.joined, w)
+		s.diag.leftLocked(w, s.head == nil)
 	}
 	if s.head == nil {
 		s.state.And(^int64(flagWaiting))

@@ -2,6 +2,7 @@ package semaphore
 
 import (
 	"context"
+	"runtime"
 	"testing"
 	"time"
 	"unsafe"
@@ -58,4 +59,40 @@ func TestSignalLocked_PanicsWithoutTheLockInRaceBuilds(t *testing.T) {
 	s.mu.Lock()
 	assert.NotPanics(t, s.signalLocked)
 	s.mu.Unlock()
+}
+
+// Go maps never shrink, so the join times of a burst of waiters would keep the
+// burst's buckets for good; like the deadline heap's array, they are let go once
+// the list empties.
+func TestDiagnostics_JoinTimesOfABurstAreLetGo(t *testing.T) {
+	const burst = 100_000
+	heap := func() uint64 {
+		var m runtime.MemStats
+		for range 3 { // the pool keeps nodes for two collections
+			runtime.GC()
+		}
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	s := New(1, WithHolderTracking())
+	require.True(t, s.TryAcquire(1))
+	before := heap()
+	nodes := make([]*waiter, burst)
+	for i := range nodes {
+		w, _, err := s.join(1, true)
+		require.NoError(t, err)
+		s.mu.Unlock()
+		nodes[i] = w
+	}
+	s.mu.Lock()
+	for _, w := range nodes {
+		var woken wakeList
+		s.leaveLocked(w, settledCancelled, &woken)
+	}
+	s.mu.Unlock()
+	nodes = nil
+	after := heap()
+	assert.Less(t, int64(after)-int64(before), int64(512<<10),
+		"%d bytes still held after %d waiters came and went", int64(after)-int64(before), burst)
+	runtime.KeepAlive(s)
 }

@@ -51,8 +51,18 @@ type watchdogState struct {
 func (d *diagnostics) joinedLocked(w *waiter) {
 	now := time.Since(epoch)
 	d.joined[w] = now
+	d.joinedPeak = max(d.joinedPeak, len(d.joined))
 	if ws := d.cfg.watch; ws != nil && !d.watch.armed {
 		d.armLocked(d.joined[d.sem.head] + ws.threshold - now)
+	}
+}
+
+// leftLocked forgets when w joined, as it leaves the list. Maps never shrink, so
+// once the list is empty after a burst, a fresh map lets the burst's buckets go.
+func (d *diagnostics) leftLocked(w *waiter, empty bool) {
+	delete(d.joined, w)
+	if empty && d.joinedPeak > 1024 {
+		d.joined, d.joinedPeak = make(map[*waiter]time.Duration), 0
 	}
 }
 
