@@ -139,6 +139,11 @@
 //
 // A goroutine waiting in Acquire or AcquireTimeout is durably blocked, and
 // AcquireTimeout uses the bubble's fake clock, so code built on this package can be
-// tested in a synctest bubble. A semaphore must not be shared between bubbles, or
-// between a bubble and the outside, as with channels.
+// tested in a synctest bubble. A semaphore must not be used from two bubbles, or
+// from a bubble and the outside, at the same time, as with channels. Used by one
+// after the other (a package-level semaphore that several tests use, each in its
+// own bubble), it works as long as nobody waits at the switch: nothing a wait
+// leaves behind is tied to a bubble, and the deadline timer is stopped when the
+// last timed waiter leaves. WithWatchdog is the exception: its timer stays with
+// the bubble, or the outside, that first armed it.
 package semaphore
