@@ -124,8 +124,9 @@
 // release, and a yield costs little when it is not. A call that has to wait costs
 // a pooled 64-byte wait-list node and no allocation with a context that cannot be
 // cancelled (it parks on the semaphore's one sync.Cond), at most one allocation
-// (a timer) with AcquireTimeout, and one (the channel it selects on) with a
-// cancellable context. AcquireTimeout's waiters share one deadline timer per
+// (a timer) with AcquireTimeout, plus the timer's callback bound once in the
+// semaphore's life, and one (the channel it selects on) with a cancellable
+// context. AcquireTimeout's waiters share one deadline timer per
 // semaphore, set for the earliest deadline, so a timed wait adds a heap push and a
 // removal under the lock rather than starting and stopping a runtime timer, and
 // allocates nothing while the pending timer covers its deadline. The timer is
