@@ -125,8 +125,8 @@ func (s *Semaphore) Acquire(ctx context.Context, n int64) error {
 // Timed waiters share one deadline timer per semaphore, which lives while any of
 // them waits: a call that has to wait allocates nothing while other timed waiters
 // wait, which under steady load is nearly always, and otherwise one timer (the
-// first on a semaphore also binds the timer's callback, once). It
-// allocates nothing when it does not wait. AcquireTimeout panics if n is negative.
+// first on a semaphore also binds the timer's callback, once). It allocates
+// nothing when it does not wait. AcquireTimeout panics if n is negative.
 func (s *Semaphore) AcquireTimeout(d time.Duration, n int64) error {
 	if s.tryAcquire(n) {
 		return nil
