@@ -126,10 +126,9 @@
 // cancelled (it parks on the semaphore's one sync.Cond), at most one allocation
 // (a timer) with AcquireTimeout, plus the timer's callback bound once in the
 // semaphore's life, and one (the channel it selects on) with a cancellable
-// context. AcquireTimeout's waiters share one deadline timer per
-// semaphore, set for the earliest deadline, so a timed wait adds a heap push and a
-// removal under the lock rather than starting and stopping a runtime timer, and
-// allocates nothing while the pending timer covers its deadline. The timer is
+// context. AcquireTimeout's waiters share one deadline timer per semaphore, set
+// for the earliest deadline, so a timed wait adds a heap push and a removal under
+// the lock rather than starting and stopping a runtime timer, and allocates nothing while the pending timer covers its deadline. The timer is
 // stopped when the last timed waiter leaves, so none outlives the waits it serves.
 // The semaphore starts no goroutine of its own: the deadline timer's callback runs
 // in the goroutine time.AfterFunc starts for it when it fires. Stats.WaitTime is

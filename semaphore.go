@@ -94,11 +94,10 @@ func New(capacity int64, opts ...Option) *Semaphore {
 // follows the same rule (it waits behind earlier waiters). When it finds too few
 // units and nobody waiting, it first yields the processor once and looks again, so
 // that a unit held for a moment is taken without parking; it never takes units
-// while anyone waits. Acquire fails at once,
-// without queuing and without holding anyone back, when ctx is already done (even if
-// units are free); otherwise, in this order, when the semaphore is broken
-// (ErrBroken), when n exceeds the capacity (ErrTooLarge), or when the wait list is
-// full (ErrQueueFull).
+// while anyone waits. Acquire fails at once, without queuing and without holding
+// anyone back, when ctx is already done (even if units are free); otherwise, in
+// this order, when the semaphore is broken (ErrBroken), when n exceeds the
+// capacity (ErrTooLarge), or when the wait list is full (ErrQueueFull).
 //
 // If ctx ends while waiting, the call leaves the wait list at once and returns an
 // error that matches ctx.Err() and context.Cause(ctx), and ErrTimedOut if the

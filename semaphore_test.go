@@ -778,3 +778,44 @@ func TestResize_RefusalMessageDoesNotReadALaterCapacity(t *testing.T) {
 		s.Release(5)
 	})
 }
+
+// A call that finds the units held while nobody waits yields once before it queues,
+// and takes the units if the holder releases meanwhile. With one processor the
+// holder, made runnable just before, runs during the yield (unless the scheduler
+// happens to look at its global queue first, about one time in 61), so most rounds
+// must be granted without queueing; without the yield every round would queue.
+func TestAcquire_YieldsOnceBeforeQueueing(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	const rounds = 20
+	s := semaphore.New(1)
+	for range rounds {
+		require.True(t, s.TryAcquire(1))
+		released := make(chan struct{})
+		go func() {
+			s.Release(1)
+			close(released)
+		}()
+		require.NoError(t, s.Acquire(context.Background(), 1))
+		<-released
+		s.Release(1)
+	}
+	assert.Less(t, s.Stats().Queued, uint64(rounds/2), "most rounds are granted during the yield")
+}
+
+// The yield never lets a call pass a waiter: with someone waiting it does not
+// yield, and after the yield the lock-free grant is still refused while anyone
+// waits, even when the units it asks for are free.
+func TestAcquire_YieldNeverPassesAWaiter(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := semaphore.New(3)
+		require.True(t, s.TryAcquire(2))
+		calls := queue(context.Background(), s, 2, 1) // 1 unit free: the 2 waits, the 1 behind it
+		synctest.Wait()
+		assert.Empty(t, finished(calls), "the small call queues behind the large one")
+		assert.Equal(t, 2, s.Waiters())
+		s.Release(2)
+		synctest.Wait()
+		assert.Equal(t, map[int]error{0: nil, 1: nil}, finished(calls))
+		s.Release(3)
+	})
+}

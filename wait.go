@@ -62,8 +62,9 @@ func (s *Semaphore) join(n int64, mayWait bool) (w *waiter, ahead int, err error
 }
 
 // acquireSlow is Acquire after its lock-free attempt: it checks n and the context,
-// retries without the lock (once more after a yield), joins the wait list, and parks until the waiter is
-// settled, unless the context can end, in which case waitContext selects on both.
+// retries without the lock (once more after a yield), joins the wait list, and
+// parks until the waiter is settled, unless the context can end, in which case
+// waitContext selects on both.
 func (s *Semaphore) acquireSlow(ctx context.Context, n int64) error {
 	if n < 0 {
 		s.panicf("Acquire(%d): negative units", n)

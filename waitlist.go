@@ -62,8 +62,8 @@ import (
 // each time its counter returns to zero, which is what makes pooling nodes safe.
 // Channels, which stay tied to the bubble that made them, are made per wait and
 // never pooled; the deadline timer belongs to the semaphore and lives only while
-// timed waiters wait (deadline.go). The Cond serves all plain waiters of a semaphore, so a
-// node stays 64 bytes.
+// timed waiters wait (deadline.go). The Cond serves all plain waiters of a
+// semaphore, so a node stays 64 bytes.
 //
 // A waiter's outcome is stored under mu and loaded by the waiter after its wake:
 // the Signal is made under mu after the store, WaitGroup.Done happens before the
