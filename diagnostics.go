@@ -27,12 +27,12 @@ import (
 func (s *Semaphore) Diagnostics(maxLines int) string {
 	snap := s.snapshot()
 	var b strings.Builder
-	b.WriteString(s.label)
+	b.WriteString(s.label())
 	b.WriteString(": ")
 	b.WriteString(snap.headline())
 	b.WriteByte('\n')
 	fmt.Fprintf(&b, "capacity %d, available %d, held %d, waiters %d (%s)\n",
-		snap.capacity, max(snap.avail, 0), snap.held(), len(snap.waiters), count(snap.waitUnits, "unit"))
+		snap.capacity, snap.available(), snap.held(), len(snap.waiters), count(snap.waitUnits, "unit"))
 	if snap.avail < 0 {
 		fmt.Fprintf(&b, "in debt by %s after Consume or a shrinking Resize\n", count(-snap.avail, "unit"))
 	}
@@ -70,7 +70,7 @@ func (s *Semaphore) snapshot() snapshot {
 	s.mu.Lock()
 	snap.now = time.Since(epoch)
 	st := s.state.Load()
-	snap.capacity, snap.avail, snap.broken = s.capacity.Load(), unitsOf(st), s.broken.Load()
+	snap.capacity, snap.avail, snap.broken = s.capacity.Load(), unitsOf(st), s.brokenState()
 	for w := s.head; w != nil; w = w.next {
 		n := w.n.Load()
 		row := waiterRow{n: n}
@@ -92,17 +92,20 @@ func (s *Semaphore) snapshot() snapshot {
 		d.mu.Unlock()
 	}
 	s.mu.Unlock()
-	if snap.broken != nil {
-		snap.avail = 0 // a broken semaphore's count is frozen; what is held is what matters
-	}
 	return snap
 }
 
-func (snap *snapshot) held() int64 {
+// held is the units held or consumed: what Drain waits for. After Break the state
+// word goes on counting the units that come back, so this holds then too.
+func (snap *snapshot) held() int64 { return snap.capacity - snap.avail }
+
+// available is what Available reported at the snapshot: never negative, 0 once
+// broken.
+func (snap *snapshot) available() int64 {
 	if snap.broken != nil {
-		return snap.holdUnits
+		return 0
 	}
-	return snap.capacity - snap.avail
+	return max(snap.avail, 0)
 }
 
 // headline names the problem: the head waiter and who holds what it needs.
@@ -116,14 +119,14 @@ func (snap *snapshot) headline() string {
 		}
 		b.WriteString(", ")
 	case len(snap.waiters) == 0:
-		fmt.Fprintf(&b, "no waiters, %d of %d available, ", max(snap.avail, 0), snap.capacity)
+		fmt.Fprintf(&b, "no waiters, %d of %d available, ", snap.available(), snap.capacity)
 	default:
 		head := snap.waiters[0]
 		fmt.Fprintf(&b, "head waiter wants %s", count(head.n, "unit"))
 		if snap.tracked {
 			fmt.Fprintf(&b, " (waiting %v)", roundWait(snap.now-head.since))
 		}
-		fmt.Fprintf(&b, ", %d available, ", max(snap.avail, 0))
+		fmt.Fprintf(&b, ", %d available, ", snap.available())
 	}
 	held := snap.held()
 	fmt.Fprintf(&b, "%d held", held)

@@ -29,7 +29,7 @@ func headline(s *semaphore.Semaphore) string {
 func TestDiagnostics_HeadlineNamesHeadWaiterAndOldestHolder(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := semaphore.New(4, semaphore.WithName("db"), semaphore.WithHolderTracking())
-		ctx := semaphore.WithHolderLabel(context.Background(), "worker-1")
+		ctx := semaphore.ContextWithHolderLabel(context.Background(), "worker-1")
 		u1, err := s.AcquireUnits(ctx, 2)
 		site := above()
 		require.NoError(t, err)
@@ -147,7 +147,7 @@ func TestDiagnostics_MaxLinesSumsTheRest(t *testing.T) {
 		s := semaphore.New(3, semaphore.WithHolderTracking())
 		var held []*semaphore.Units
 		for i := range 3 {
-			u, err := s.AcquireUnits(semaphore.WithHolderLabel(context.Background(), fmt.Sprint("w", i)), 1)
+			u, err := s.AcquireUnits(semaphore.ContextWithHolderLabel(context.Background(), fmt.Sprint("w", i)), 1)
 			require.NoError(t, err)
 			held = append(held, u)
 			time.Sleep(time.Second)
@@ -203,7 +203,7 @@ func TestHolderTracking_UntrackedSemaphoreUnitsDoNotAllocate(t *testing.T) {
 
 func TestWithHolderLabel_EmptyLabelShowsTheSiteOnly(t *testing.T) {
 	s := semaphore.New(1, semaphore.WithHolderTracking())
-	u, err := s.AcquireUnits(semaphore.WithHolderLabel(context.Background(), ""), 1)
+	u, err := s.AcquireUnits(semaphore.ContextWithHolderLabel(context.Background(), ""), 1)
 	site := above()
 	require.NoError(t, err)
 	defer u.Release()

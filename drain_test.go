@@ -3,6 +3,7 @@ package semaphore_test
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -148,4 +149,40 @@ func TestDrain_UnitsConsumedAfterBreakAreOutUntilReleased(t *testing.T) {
 		synctest.Wait()
 		require.NoError(t, <-drained)
 	})
+}
+
+// Drain sets its flag on the very state word it checks: a lock-free Release of the
+// last unit lands either before (and Drain sees nothing out) or after (and fails
+// its swap on the flag, taking the lock to end Drain). Raced thousands of times,
+// every Drain returns.
+func TestDrain_CheckAndFlagAreOneStepAgainstTheLastRelease(t *testing.T) {
+	rounds := 20000
+	if raceEnabled || testing.Short() {
+		rounds = 2000
+	}
+	for i := range rounds {
+		s := semaphore.New(1)
+		require.True(t, s.TryAcquire(1))
+		done := make(chan error, 1)
+		var ready atomic.Int32 // a spinning barrier: both start within nanoseconds
+		go func() {
+			ready.Add(1)
+			for ready.Load() < 2 {
+			}
+			done <- s.Drain(context.Background())
+		}()
+		ready.Add(1)
+		for ready.Load() < 2 {
+		}
+		for range i % 128 { // a delay that differs per round, so that some rounds land the
+			ready.Load() // Release between the two steps of a Drain that took two
+		}
+		s.Release(1)
+		select {
+		case err := <-done:
+			require.NoError(t, err)
+		case <-time.After(10 * time.Second):
+			t.Fatal("Drain missed the last Release and never returned")
+		}
+	}
 }

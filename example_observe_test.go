@@ -68,7 +68,7 @@ func ExampleSemaphore_Stats_expvar() {
 // With holder tracking, Diagnostics names who holds the units a waiter needs.
 func ExampleSemaphore_Diagnostics() {
 	sem := semaphore.New(4, semaphore.WithName("db"), semaphore.WithHolderTracking())
-	ctx := semaphore.WithHolderLabel(context.Background(), "report-job")
+	ctx := semaphore.ContextWithHolderLabel(context.Background(), "report-job")
 	u, _ := sem.AcquireUnits(ctx, 3)
 	defer u.Release()
 
@@ -116,7 +116,7 @@ func ExampleWithLeakDetection() {
 
 //go:noinline
 func forget(sem *semaphore.Semaphore) {
-	u, _ := sem.AcquireUnits(semaphore.WithHolderLabel(context.Background(), "nightly-report"), 2)
+	u, _ := sem.AcquireUnits(semaphore.ContextWithHolderLabel(context.Background(), "nightly-report"), 2)
 	_ = u // no Release
 }
 

@@ -38,26 +38,12 @@ type trackConfig struct {
 	watch   *watchdogSettings // WithWatchdog
 }
 
-// WithHolderTracking records who holds the semaphore's units (see Diagnostics):
-// the units, the age and the acquire site of every Units, and the label set on its
-// context with WithHolderLabel.
-func WithHolderTracking() Option {
-	return func(c *config) { c.tracking.holders = true }
-}
-
-// WithAcquireStacks records the full stack of every tracked acquire, for leak
-// reports and LeakReport.Stack, instead of only its site. It implies
-// WithHolderTracking and costs a stack walk per tracked acquire.
-func WithAcquireStacks() Option {
-	return func(c *config) { c.tracking.holders, c.tracking.stacks = true, true }
-}
-
 type holderLabelKey struct{}
 
-// WithHolderLabel returns a context that labels the Units acquired with it, on a
+// ContextWithHolderLabel returns a context that labels the Units acquired with it, on a
 // semaphore with holder tracking: the label appears in Diagnostics and in leak
 // reports next to the acquire site, for example a request ID or a worker's name.
-func WithHolderLabel(ctx context.Context, label string) context.Context {
+func ContextWithHolderLabel(ctx context.Context, label string) context.Context {
 	return context.WithValue(ctx, holderLabelKey{}, label)
 }
 
@@ -88,7 +74,7 @@ type holder struct {
 	u          weak.Pointer[Units] // the Units; reads of its count are atomic
 	next, prev *holder             // d's list; guarded by d.mu
 	since      time.Duration       // acquire time, since epoch; fixed
-	label      string              // WithHolderLabel; fixed
+	label      string              // ContextWithHolderLabel; fixed
 	pcs        []uintptr           // the acquire site, or the stack with WithAcquireStacks; fixed
 }
 

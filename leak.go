@@ -13,7 +13,7 @@ type LeakReport struct {
 	Semaphore *Semaphore
 	Units     int64         // units the Units held when it was dropped
 	Age       time.Duration // from the acquire to the report
-	Label     string        // from WithHolderLabel, or ""
+	Label     string        // from ContextWithHolderLabel, or ""
 	Site      string        // the acquire site, "file.go:41"
 	Stack     string        // the acquire's stack, with WithAcquireStacks; else ""
 
@@ -23,7 +23,7 @@ type LeakReport struct {
 // String describes the leak in one line, for example
 // `semaphore "db": 2 units leaked by a Units acquired at main.go:41 (worker-3) 5s ago`.
 func (r LeakReport) String() string {
-	str := fmt.Sprintf("%s: %s leaked by a Units acquired at %s", r.Semaphore.label, count(r.Units, "unit"), r.Site)
+	str := fmt.Sprintf("%s: %s leaked by a Units acquired at %s", r.Semaphore.label(), count(r.Units, "unit"), r.Site)
 	if r.Label != "" {
 		str += " (" + r.Label + ")"
 	}
@@ -34,19 +34,6 @@ func (r LeakReport) String() string {
 // would have. Leak detection never does so by itself: a leak is a bug, and
 // returning the units silently would hide it. Reclaim is idempotent.
 func (r LeakReport) Reclaim() { r.u.Release() }
-
-// WithLeakDetection calls report for every Units of the semaphore that becomes
-// unreachable while it still holds units. It implies WithHolderTracking (add
-// WithAcquireStacks for the acquire's stack). The report comes from the runtime's
-// finalizer goroutine after a garbage collection has found the Units unreachable,
-// so it may come late or, if the program exits first, never; report must not
-// block. The units stay taken unless report calls LeakReport.Reclaim.
-//
-// Cost, only when on: that of holder tracking (see WithHolderTracking); the
-// finalizer is there anyway. New panics if report is nil.
-func WithLeakDetection(report func(LeakReport)) Option {
-	return func(c *config) { c.tracking.leak, c.tracking.leakSet = report, true }
-}
 
 // collected is the finalizer of a tracked Units: it unlists its holder record and
 // reports the units it still held, if any.

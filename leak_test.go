@@ -46,7 +46,7 @@ func drop(t *testing.T, s *semaphore.Semaphore, ctx context.Context, n int64) {
 func TestLeakDetection_ReportsUnitsDroppedWithoutRelease(t *testing.T) {
 	reports, opt := leakReports()
 	s := semaphore.New(5, semaphore.WithName("db"), opt)
-	drop(t, s, semaphore.WithHolderLabel(context.Background(), "worker-7"), 2)
+	drop(t, s, semaphore.ContextWithHolderLabel(context.Background(), "worker-7"), 2)
 	r := nextLeak(t, reports)
 	assert.Same(t, s, r.Semaphore)
 	assert.Equal(t, int64(2), r.Units)

@@ -12,10 +12,10 @@ import "log/slog"
 //	expvar.Publish("db-conns", expvar.Func(func() any { return sem.Stats() }))
 func (s *Semaphore) LogValue() slog.Value {
 	return slog.GroupValue(
-		slog.String("name", s.name),
+		slog.String("name", s.Name()),
 		slog.Int64("capacity", s.Capacity()),
 		slog.Int64("available", s.Available()),
 		slog.Int("waiters", s.Waiters()),
-		slog.Bool("broken", s.broken.Load() != nil),
+		slog.Bool("broken", s.brokenState() != nil),
 	)
 }

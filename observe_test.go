@@ -198,3 +198,34 @@ func TestOutcome_StringNamesEachOutcome(t *testing.T) {
 		assert.Equal(t, s, o.String())
 	}
 }
+
+// breakReader is an Observer whose Broken reads the semaphore, as the Observer
+// documentation allows.
+type breakReader struct {
+	stats semaphore.Stats
+	dump  string
+}
+
+func (r *breakReader) WaitEnded(*semaphore.Semaphore, semaphore.WaitEvent) {}
+func (r *breakReader) Broken(s *semaphore.Semaphore, _ error) {
+	r.stats, r.dump = s.Stats(), s.Diagnostics(0)
+}
+
+// Broken runs after the lock is released, so an observer may read the semaphore
+// there: Break returns, and what it read shows the break done.
+func TestObserver_BrokenMayCallStatsAndDiagnostics(t *testing.T) {
+	r := &breakReader{}
+	s := semaphore.New(1, semaphore.WithObserver(r), semaphore.WithName("db"))
+	done := make(chan struct{})
+	go func() {
+		s.Break(errors.New("closing"))
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Break deadlocked in an observer that reads the semaphore")
+	}
+	assert.True(t, r.stats.Broken)
+	assert.Contains(t, r.dump, `semaphore "db": broken (closing)`)
+}

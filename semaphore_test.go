@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -26,6 +28,23 @@ func started(ctx context.Context, s *semaphore.Semaphore, n int64) <-chan error 
 	done := make(chan error, 1)
 	go func() { done <- s.Acquire(ctx, n) }()
 	return done
+}
+
+// together runs each function on a goroutine of its own, released by a spinning
+// barrier so that they start within nanoseconds of each other (a channel's close
+// wakes them microseconds apart), and waits for all of them.
+func together(fs ...func()) {
+	var ready atomic.Int32
+	var wg sync.WaitGroup
+	for _, f := range fs {
+		wg.Go(func() {
+			ready.Add(1)
+			for ready.Load() < int32(len(fs)) {
+			}
+			f()
+		})
+	}
+	wg.Wait()
 }
 
 // queue starts one Acquire per n, in order, waiting in the bubble after each so
@@ -818,4 +837,84 @@ func TestAcquire_YieldNeverPassesAWaiter(t *testing.T) {
 		assert.Equal(t, map[int]error{0: nil, 1: nil}, finished(calls))
 		s.Release(3)
 	})
+}
+
+// A waiter's units are taken before it leaves the list: clearing the "someone
+// waits" flag with the last waiter must not let a spinning TryAcquire take the
+// units granted to it. Units held never exceed the capacity.
+func TestRelease_GrantToTheLastWaiterIsNeverOvertaken(t *testing.T) {
+	rounds := 3000
+	if testing.Short() {
+		rounds = 500
+	}
+	s := semaphore.New(1)
+	var held atomic.Int64
+	hold := func() {
+		if h := held.Add(1); h > 1 {
+			panic(fmt.Sprintf("%d units held of a capacity of 1", h))
+		}
+	}
+	var stop atomic.Bool
+	var spinner sync.WaitGroup
+	spinner.Go(func() {
+		for !stop.Load() {
+			if s.TryAcquire(1) {
+				hold()
+				for range 20 { // hold long enough for a waiter granted meanwhile to see it
+					runtime.Gosched()
+				}
+				held.Add(-1)
+				s.Release(1)
+			}
+		}
+	})
+	for range rounds {
+		require.NoError(t, s.Acquire(context.Background(), 1))
+		hold()
+		granted := make(chan struct{})
+		go func() {
+			require.NoError(t, s.Acquire(context.Background(), 1))
+			hold()
+			close(granted)
+		}()
+		for s.Waiters() != 1 {
+			runtime.Gosched()
+		}
+		held.Add(-1)
+		s.Release(1) // to the one waiter, while the spinners try to take it
+		<-granted
+		held.Add(-1)
+		s.Release(1)
+	}
+	stop.Store(true)
+	spinner.Wait()
+	assert.Equal(t, int64(1), s.Available())
+}
+
+// A call that finds too few units yields before queueing only when nobody waits:
+// with a waiter queued it queues at once. On one processor, a goroutine started
+// just before the call runs only once the call yields or parks, and it sees the
+// call already queued.
+func TestAcquire_QueuesWithoutYieldingBehindAWaiter(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	for range 20 {
+		s := semaphore.New(1)
+		require.True(t, s.TryAcquire(1))
+		ctx, cancel := context.WithCancel(context.Background())
+		first := make(chan error, 1)
+		go func() { first <- s.Acquire(ctx, 1) }()
+		for s.Waiters() != 1 {
+			runtime.Gosched()
+		}
+		seen := make(chan int, 1)
+		second := make(chan error, 1)
+		go func() {
+			go func() { seen <- s.Waiters() }()
+			second <- s.Acquire(ctx, 1)
+		}()
+		assert.Equal(t, 2, <-seen, "the second call yielded before queueing behind a waiter")
+		cancel()
+		require.ErrorIs(t, <-first, context.Canceled)
+		require.ErrorIs(t, <-second, context.Canceled)
+	}
 }

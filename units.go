@@ -171,7 +171,7 @@ func (u *Units) Adopt(other *Units) error {
 		panic(fmt.Sprintf("semaphore: Units.Adopt(%d units) into a nil *Units", other.Count()))
 	}
 	if other.sem != u.sem {
-		return &opError{s: u.sem, why: "Adopt " + count(other.Count(), "unit") + " of " + other.sem.label,
+		return &opError{s: u.sem, why: "Adopt " + count(other.Count(), "unit") + " of " + other.sem.label(),
 			matches: []error{ErrDifferentSemaphore}}
 	}
 	atomic.AddInt64(&u.n, atomic.SwapInt64(&other.n, 0))

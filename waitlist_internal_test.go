@@ -55,6 +55,7 @@ func TestSignalLocked_PanicsWithoutTheLockInRaceBuilds(t *testing.T) {
 		t.Skip("the check is made in race-enabled builds only")
 	}
 	s := New(1, WithName("sig"))
+	s.extra() // made by the first waiter, before any Signal
 	assert.PanicsWithValue(t, `semaphore "sig": Cond signalled without holding the lock`, s.signalLocked)
 	s.mu.Lock()
 	assert.NotPanics(t, s.signalLocked)
@@ -79,15 +80,15 @@ func TestDiagnostics_JoinTimesOfABurstAreLetGo(t *testing.T) {
 	before := heap()
 	nodes := make([]*waiter, burst)
 	for i := range nodes {
-		w, _, err := s.join(1, true)
-		require.NoError(t, err)
+		w, e := s.join(1, true)
+		require.NotNil(t, w, "%v", e.outcome)
 		s.mu.Unlock()
 		nodes[i] = w
 	}
 	s.mu.Lock()
 	for _, w := range nodes {
 		var woken wakeList
-		s.leaveLocked(w, settledCancelled, &woken)
+		s.leaveLocked(w, Cancelled, &woken)
 	}
 	s.mu.Unlock()
 	nodes = nil

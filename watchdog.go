@@ -8,22 +8,6 @@ import (
 // watchdogDumpLines bounds each table of a dump the watchdog logs.
 const watchdogDumpLines = 20
 
-// WithWatchdog logs the Diagnostics dump at Warn level to logger (slog.Default()
-// when nil, looked up at each dump) when the head waiter has waited longer than
-// threshold, and again at most once per every while the stall lasts: a stall
-// comes with many waiters, and one dump explains them. It implies
-// WithHolderTracking, so that the dump names the holders.
-//
-// The watchdog starts no goroutine: it arms one timer while the wait list is not
-// empty, and the timer's callback checks the head, logs after releasing the
-// semaphore's lock, and re-arms while someone waits. New panics if threshold or
-// every is not positive.
-func WithWatchdog(threshold, every time.Duration, logger *slog.Logger) Option {
-	return func(c *config) {
-		c.tracking.watch = &watchdogSettings{threshold: threshold, every: every, logger: logger}
-	}
-}
-
 type watchdogSettings struct {
 	threshold, every time.Duration
 	logger           *slog.Logger // nil: slog.Default()
@@ -40,8 +24,8 @@ func (ws *watchdogSettings) validate(s *Semaphore) {
 
 // watchdogState is guarded by Semaphore.mu.
 type watchdogState struct {
-	timer   *time.Timer   // made on the first arm
-	armed   bool          // the timer is pending; only its callback disarms it
+	timer   *time.Timer   // made when the first waiter joins an empty list; nil while the list is empty
+	armed   bool          // the timer is pending; its callback, or the list emptying, disarms it
 	logged  bool          // a dump has been logged
 	lastLog time.Duration // since epoch, of the last dump
 }
@@ -57,11 +41,20 @@ func (d *diagnostics) joinedLocked(w *waiter) {
 	}
 }
 
-// leftLocked forgets when w joined, as it leaves the list. Maps never shrink, so
-// once the list is empty after a burst, a fresh map lets the burst's buckets go.
+// leftLocked forgets when w joined, as it leaves the list. Once the list is empty
+// it stops and drops the watchdog's timer, which would otherwise keep the
+// semaphore reachable until it fired, and, since maps never shrink, replaces a
+// map that a burst grew so that its buckets go.
 func (d *diagnostics) leftLocked(w *waiter, empty bool) {
 	delete(d.joined, w)
-	if empty && d.joinedPeak > 1024 {
+	if !empty {
+		return
+	}
+	if d.watch.timer != nil {
+		d.watch.timer.Stop()
+		d.watch.timer, d.watch.armed = nil, false
+	}
+	if d.joinedPeak > 1024 {
 		d.joined, d.joinedPeak = make(map[*waiter]time.Duration), 0
 	}
 }
@@ -79,11 +72,12 @@ func (d *diagnostics) armLocked(after time.Duration) {
 func (d *diagnostics) check() {
 	s, ws := d.sem, d.cfg.watch
 	s.mu.Lock()
-	d.watch.armed = false
 	if s.head == nil {
-		s.mu.Unlock() // the next waiter to join re-arms
+		// A callback that started before leftLocked stopped its timer.
+		s.mu.Unlock()
 		return
 	}
+	d.watch.armed = false
 	now := time.Since(epoch)
 	waited := now - d.joined[s.head]
 	next := ws.threshold - waited

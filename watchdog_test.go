@@ -53,7 +53,7 @@ func TestWatchdog_LogsTheDumpWhenTheHeadWaitsPastTheThreshold(t *testing.T) {
 		logs := &logRecords{}
 		s := semaphore.New(1, semaphore.WithName("db"),
 			semaphore.WithWatchdog(5*time.Second, time.Minute, slog.New(logs)))
-		u, err := s.AcquireUnits(semaphore.WithHolderLabel(context.Background(), "forgetful"), 1)
+		u, err := s.AcquireUnits(semaphore.ContextWithHolderLabel(context.Background(), "forgetful"), 1)
 		require.NoError(t, err)
 		calls := queue(context.Background(), s, 1)
 		time.Sleep(5*time.Second - time.Nanosecond)

@@ -64,7 +64,7 @@ func run(out io.Writer) error {
 
 	// Two workers take a connection each. The report job forgets to release it.
 	forgetfulWorker(sem)
-	importer, err := sem.AcquireUnits(semaphore.WithHolderLabel(context.Background(), "importer"), 1)
+	importer, err := sem.AcquireUnits(semaphore.ContextWithHolderLabel(context.Background(), "importer"), 1)
 	if err != nil {
 		return err
 	}
@@ -101,7 +101,7 @@ func run(out io.Writer) error {
 
 // forgetfulWorker runs a job that acquires a unit and never releases it.
 func forgetfulWorker(sem *semaphore.Semaphore) {
-	u, err := sem.AcquireUnits(semaphore.WithHolderLabel(context.Background(), "nightly-report"), 1)
+	u, err := sem.AcquireUnits(semaphore.ContextWithHolderLabel(context.Background(), "nightly-report"), 1)
 	if err != nil {
 		panic(err)
 	}

@@ -2,6 +2,64 @@ package semaphore
 
 import "context"
 
+// breakState is what Break leaves behind: the error Err returns, and the cause that
+// every failed call wraps.
+type breakState struct {
+	err     error   // what Err returns: matches ErrBroken and cause
+	cause   error   // the error passed to Break; may be nil
+	why     string  // "broken" or "broken: " + the cause's text, for every failed call's message
+	matches []error // ErrBroken and the cause, shared by every failed call's error
+}
+
+// Break puts the semaphore in the broken state, for shutdown or when the state the
+// semaphore guards can no longer be trusted. Every waiter fails, in FIFO order, with
+// an error that matches ErrBroken and err (when err is not nil). From then on
+// Acquire, AcquireTimeout and AcquireUnits fail at once the same way, TryAcquire
+// returns false, Available reports 0, Resize does nothing, and Release never
+// panics, so holders can still return their units without knowing about the break.
+// Units released and consumed are still counted, so that Drain can wait for them. Only
+// the first Break counts; later calls do nothing. Break never blocks on a waiter:
+// it wakes them and returns.
+func (s *Semaphore) Break(err error) {
+	if s.isZero() {
+		panic(errZeroValue)
+	}
+	s.mu.Lock()
+	x := s.extraLocked()
+	if x.broken.Load() != nil {
+		s.mu.Unlock()
+		return
+	}
+	b := &breakState{cause: err, why: "broken", matches: []error{ErrBroken}}
+	if err != nil {
+		b.why += ": " + err.Error()
+		b.matches = append(b.matches, err)
+	}
+	b.err = &opError{s: s, why: b.why, matches: b.matches}
+	// Store the record before clearing the flag: a path that sees the flag
+	// cleared reads the record next, and the atomics order the two.
+	x.broken.Store(b)
+	s.state.And(^int64(flagHealthy))
+	var woken wakeList
+	for s.head != nil {
+		s.settleLocked(s.head, Broken, &woken)
+	}
+	s.mu.Unlock()
+	woken.wake()
+	if o := s.opts.observer; o != nil {
+		o.Broken(s, err) // after the unlock: it may call Stats and Diagnostics
+	}
+}
+
+// Err returns nil while the semaphore is healthy, and after Break an error that
+// matches ErrBroken and the error passed to Break.
+func (s *Semaphore) Err() error {
+	if b := s.brokenState(); b != nil {
+		return b.err
+	}
+	return nil
+}
+
 // Drain waits until every unit is back: until no units are held or consumed, so
 // that Available would equal Capacity. It returns nil then, at once if nothing is
 // out. If ctx ends first it returns an error that matches ctx.Err() and
@@ -21,7 +79,11 @@ import "context"
 // it waits, every Release takes the semaphore's lock to see whether it was the
 // last.
 func (s *Semaphore) Drain(ctx context.Context) error {
+	if s.isZero() {
+		panic(errZeroValue)
+	}
 	s.mu.Lock()
+	x := s.extraLocked()
 	// Set the flag first and count from the word it was set on: a lock-free
 	// Release either came before (and is counted) or fails its swap on the flag
 	// and reports to notifyDrainLocked.
@@ -31,11 +93,11 @@ func (s *Semaphore) Drain(ctx context.Context) error {
 		s.mu.Unlock()
 		return nil
 	}
-	if s.drained == nil {
-		s.drained = make(chan struct{})
+	if x.drained == nil {
+		x.drained = make(chan struct{})
 	}
-	drained := s.drained
-	s.drainers++
+	drained := x.drained
+	x.drainers++
 	s.mu.Unlock()
 
 	select {
@@ -50,8 +112,8 @@ func (s *Semaphore) Drain(ctx context.Context) error {
 		return nil // drained in the meantime; notifyDrainLocked cleaned up
 	default:
 	}
-	if s.drainers--; s.drainers == 0 {
-		s.drained = nil
+	if x.drainers--; x.drainers == 0 {
+		x.drained = nil
 		s.endDrainLocked()
 	}
 	return s.errDrain(ctx, s.outLocked(s.state.Load()))
@@ -65,16 +127,16 @@ func (s *Semaphore) outLocked(st int64) int64 {
 
 // notifyDrainLocked ends the waiting Drain calls if every unit is back.
 func (s *Semaphore) notifyDrainLocked() {
-	if s.drained != nil && s.outLocked(s.state.Load()) <= 0 {
-		close(s.drained)
-		s.drained, s.drainers = nil, 0
+	if x := s.x.Load(); x != nil && x.drained != nil && s.outLocked(s.state.Load()) <= 0 {
+		close(x.drained)
+		x.drained, x.drainers = nil, 0
 		s.endDrainLocked()
 	}
 }
 
 // endDrainLocked clears flagDraining when no Drain waits.
 func (s *Semaphore) endDrainLocked() {
-	if s.drainers == 0 {
+	if s.x.Load().drainers == 0 {
 		s.state.And(^int64(flagDraining))
 	}
 }

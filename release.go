@@ -1,0 +1,146 @@
+package semaphore
+
+// Release returns n units and grants waiters, in FIFO order, as far as they fit.
+// The grants happen directly on the caller's goroutine: Release never starts a
+// goroutine, never blocks on a waiter and never runs waiter code; a granted waiter
+// resumes on its own goroutine. When nobody waits (in Acquire or in Drain), Release
+// takes no lock.
+//
+// Release panics if n is negative, or if it would make more units available than
+// the capacity ("released more than held"). That check is exact, but it can only
+// see the total: a caller that releases units another goroutine holds is not
+// caught until the sum is wrong. Units, which release what they own exactly once,
+// protect a caller from that. On a broken semaphore Release never panics for
+// releasing too much; it counts the units returned, for Drain.
+func (s *Semaphore) Release(n int64) {
+	for {
+		st := s.state.Load()
+		// n <= out (capacity - available), as one unsigned comparison that also
+		// sends a negative n to releaseSlow. See "Over-release" in state.go.
+		if st&flagsAll != flagHealthy || uint64(n) > uint64(s.capacity.Load()-st>>unitShift) {
+			break
+		}
+		if s.state.CompareAndSwap(st, st+n<<unitShift) {
+			return
+		}
+	}
+	s.releaseSlow(n)
+}
+
+// releaseSlow finishes a Release that found a flag set or would release more than
+// is out; it decides under mu, where the capacity is stable.
+func (s *Semaphore) releaseSlow(n int64) {
+	s.checkUse("Release", n)
+	s.mu.Lock()
+	capacity := s.capacity.Load()
+	for {
+		st := s.state.Load()
+		out := capacity - unitsOf(st) // in [0, 2*MaxUnits]: no overflow
+		add := n
+		if n > out {
+			if st&flagHealthy != 0 {
+				s.mu.Unlock()
+				s.panicf("Release(%d): released more than held (%d out of a capacity of %d)",
+					n, out, capacity)
+			}
+			add = out // after Break: count what comes back, never past the capacity
+		}
+		if s.state.CompareAndSwap(st, st+add<<unitShift) {
+			break
+		}
+	}
+	var woken wakeList
+	s.grantLocked(&woken)
+	s.notifyDrainLocked()
+	s.mu.Unlock()
+	woken.wake()
+}
+
+// Consume takes n units at once whether or not they are available: it never blocks,
+// never queues and ignores waiters. Available units may go below zero; Available then
+// reports 0 until enough units are released. Use it to account for resources already
+// spent, such as memory that has been allocated. Give the units back with Release.
+// On a broken semaphore Consume changes nothing visible, but the units count as out
+// until released, so that Drain waits for them. It panics if n is negative or larger
+// than MaxUnits, or if it would take the available units below -MaxUnits (a debt
+// larger than MaxUnits); the panic changes nothing.
+func (s *Semaphore) Consume(n int64) {
+	s.checkUse("Consume", n)
+	if n > MaxUnits {
+		s.panicf("Consume(%d): more than %d units", n, int64(MaxUnits))
+	}
+	// Consume only lowers the count, so it can never let a waiter in and needs
+	// neither the lock nor a look at the wait list.
+	for {
+		st := s.state.Load()
+		// After Break the units are still counted, though Available shows 0:
+		// the Release that gives them back must not end a Drain early.
+		if unitsOf(st)-n < -MaxUnits {
+			s.panicf("Consume(%d): units in debt would exceed %d (%d available)",
+				n, int64(MaxUnits), unitsOf(st))
+		}
+		if s.state.CompareAndSwap(st, st-n<<unitShift) {
+			return
+		}
+	}
+}
+
+// Resize sets the capacity. Units held stay held: growing makes the new units
+// available and grants the waiters that now fit; shrinking below what is held leaves
+// Available at 0 until enough units are released (holders are never revoked). Waiters
+// asking for more than the new capacity fail with ErrTooLarge, in FIFO order, and the
+// waiters behind them are granted if they fit. Resize does nothing on a broken
+// semaphore and panics if capacity is negative or larger than MaxUnits.
+func (s *Semaphore) Resize(capacity int64) {
+	if capacity < 0 || capacity > MaxUnits {
+		s.panicf("Resize(%d): capacity must be between 0 and %d", capacity, int64(MaxUnits))
+	}
+	if s.isZero() {
+		panic(errZeroValue)
+	}
+	s.mu.Lock()
+	if s.state.Load()&flagHealthy == 0 {
+		s.mu.Unlock()
+		return
+	}
+	old := s.capacity.Load()
+	if delta := capacity - old; delta != 0 {
+		// A lock-free Release loads the state, then the capacity. Shrinking
+		// stores the capacity first, growing changes the units first, so a
+		// Release that sees one old and one new value checks against less room
+		// than there is and falls to releaseSlow, which waits for mu.
+		if delta < 0 {
+			s.capacity.Store(capacity)
+		}
+		// The counter bump makes the word differ from every value loaded before
+		// this Resize (see "Over-release" in state.go); immediate is lowered to
+		// keep their sum, the grant count, unchanged. A swap of the value checked,
+		// not an Add: a lock-free grant may fill the counter after the check, and
+		// the bump would then carry into the units.
+		for {
+			st := s.state.Load()
+			if st&countMask == countMask {
+				s.foldLocked()
+				continue
+			}
+			if s.state.CompareAndSwap(st, st+delta<<unitShift+countOne) {
+				break
+			}
+		}
+		s.immediate--
+		if delta > 0 {
+			s.capacity.Store(capacity)
+		}
+	}
+	var woken wakeList
+	for w := s.head; w != nil; {
+		next := w.next
+		if w.n.Load() > capacity {
+			s.settleLocked(w, TooLarge, &woken)
+		}
+		w = next
+	}
+	s.grantLocked(&woken)
+	s.mu.Unlock()
+	woken.wake()
+}
