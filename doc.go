@@ -45,9 +45,32 @@
 // Every failed call decides in one order: a done context first (Acquire with a
 // context that has already ended fails even when units are free), then broken,
 // then too large, then queue full or, for AcquireTimeout with d <= 0, "would wait".
+// A call that fails holds no units and holds nobody back.
+//
+// A call that finds too few units while nobody waits yields the processor once and
+// looks again before it queues, so that a unit held for a moment is taken without
+// parking; it never takes units while anyone waits. TryAcquire and
+// AcquireTimeout(d <= 0) never yield: they do not wait.
+//
+// Each call not granted at once ends in exactly one Outcome, decided where it
+// ends; Stats, the Observer and the error the caller sees are all derived from
+// that one decision, so they cannot disagree. A context that ended by its deadline
+// is TimedOut (its error matches ErrTimedOut and context.DeadlineExceeded); one
+// cancelled otherwise is Cancelled, whatever cause it carries.
+//
+// The sentinels ErrBroken, ErrTimedOut, ErrQueueFull and ErrTooLarge are the
+// module's: the admission, keyed and etcdsem packages return errors that match
+// them for the same meanings, so one errors.Is check covers every package.
 //
 // # Decisions where the contract leaves room
 //
+//   - The zero Semaphore is not usable, as in Seastar, where a semaphore has no
+//     default constructor: every method that takes, returns or waits for units
+//     (the acquire forms, Release, Consume, Resize, Break, Drain) panics with
+//     "semaphore: zero Semaphore: create it with New"; the queries (Capacity,
+//     Available, Waiters, Name, Err, String, Stats) describe it without panicking,
+//     so that logging one never crashes. A silent capacity of 0 would instead
+//     fail every call with a message blaming the capacity.
 //   - Zero units: Acquire(ctx, 0) follows the FIFO rule like any other request: it
 //     waits behind earlier waiters, and while availability is negative after Consume.
 //   - WithMaxWaiters(0) allows no waiting at all: every call that cannot be granted
@@ -56,11 +79,13 @@
 //     semaphore 0x…" (its address) so that log lines about one semaphore can be told
 //     apart. "queued behind N waiters" counts the waiters ahead when the call joined
 //     the list (counting them again on failure would cost O(N)).
-//   - Stats counts every failed call once, under the error it returned: a wait
-//     that ends at its context's deadline is TimedOut, like AcquireTimeout's; a
-//     cancelled call that was granted in the race is Cancelled (or TimedOut), not
-//     Acquired: the counters describe what callers saw. AcquireTimeout(0) that
-//     cannot be granted is TimedOut and never queues.
+//   - Stats counts every failed call once, under the error it returned, when the
+//     call returns: a wait that ends at its context's deadline is TimedOut, like
+//     AcquireTimeout's; a cancelled call that was granted in the race is
+//     Cancelled (or TimedOut), not Acquired: the counters describe what callers
+//     saw. AcquireTimeout(0) that cannot be granted is TimedOut and never queues.
+//     A waiter failed by a shrinking Resize is counted in Rejected when it
+//     returns, not when Resize does.
 //   - Capacities, requests, releases and Consume amounts are limited to MaxUnits,
 //     and so is the debt Consume may create. The state keeps room for the sum of
 //     any two values in range, so no count ever wraps, and Release detects an
@@ -74,11 +99,14 @@
 //   - Panics (programmer errors: negative units, releasing more than is held, a
 //     capacity out of range, a negative WithMaxWaiters) name the semaphore and the
 //     value.
-//   - Errors have one shape: the message, built when the error is made, reads
-//     "semaphore NAME: what was asked: why it failed"; errors.Is matches the
-//     sentinel and, where they apply, the context's error and cause or the error
-//     passed to Break. Unlike golang.org/x/sync/semaphore, a context error is
-//     wrapped, not returned as is: compare with errors.Is, not ==.
+//   - Errors have one shape across the module: the message reads
+//     `<kind> "<name>": <what was asked>: <why>`, for example `semaphore "db":
+//     acquire 2 units: timed out after 1.5s, ...`; the sentinels' own texts are
+//     bare reasons ("timed out"), since the message names the semaphore.
+//     errors.Is matches the sentinel and, where they apply, the context's error
+//     and cause or the error passed to Break. Unlike golang.org/x/sync/semaphore,
+//     a context error is wrapped, not returned as is: compare with errors.Is,
+//     not ==.
 //
 // # Observability
 //
@@ -113,9 +141,20 @@
 //   - The core does not import expvar, whose import registers an HTTP handler; the
 //     one-line Publish is documented on LogValue instead.
 //   - The watchdog starts no goroutine; its timer is armed only while someone
-//     waits, and dumps are rate-limited per semaphore.
+//     waits (it is stopped and dropped when the wait list empties, so it never
+//     keeps an idle semaphore reachable), and dumps are rate-limited per semaphore.
+//   - After Break, Diagnostics counts as held every unit Drain waits for, those
+//     held outside Units included, as before Break: the dump is what explains a
+//     stuck shutdown.
 //
 // # Cost
+//
+// New without options allocates one 80-byte object; what only some semaphores
+// use (the wait list's Cond, the counters of failed calls, the deadline heap,
+// Drain's channel) is allocated once, about 200 bytes, by the first call that
+// waits, is refused, or breaks or drains the semaphore. Options are kept in an
+// object of their own, shared by every semaphore made without any. A map of
+// per-key semaphores therefore costs 80 bytes per idle key.
 //
 // TryAcquire, and Acquire and Release when nobody waits, are one compare-and-swap
 // each and take no lock. An Acquire or AcquireTimeout that finds too few units while
@@ -128,8 +167,9 @@
 // semaphore's life, and one (the channel it selects on) with a cancellable
 // context. AcquireTimeout's waiters share one deadline timer per semaphore, set
 // for the earliest deadline, so a timed wait adds a heap push and a removal under
-// the lock rather than starting and stopping a runtime timer, and allocates nothing while the pending timer covers its deadline. The timer is
-// stopped when the last timed waiter leaves, so none outlives the waits it serves.
+// the lock rather than starting and stopping a runtime timer, and allocates
+// nothing while the pending timer covers its deadline. The timer is stopped when
+// the last timed waiter leaves, so none outlives the waits it serves.
 // The semaphore starts no goroutine of its own: the deadline timer's callback runs
 // in the goroutine time.AfterFunc starts for it when it fires. Stats.WaitTime is
 // exact: a call that waits reads the monotonic clock twice, when it joins the list
@@ -143,7 +183,6 @@
 // from a bubble and the outside, at the same time, as with channels. Used by one
 // after the other (a package-level semaphore that several tests use, each in its
 // own bubble), it works as long as nobody waits at the switch: nothing a wait
-// leaves behind is tied to a bubble, and the deadline timer is stopped when the
-// last timed waiter leaves. WithWatchdog is the exception: its timer stays with
-// the bubble, or the outside, that first armed it.
+// leaves behind is tied to a bubble, and the deadline timer and the watchdog's
+// timer are stopped and dropped when the last waiter they serve leaves.
 package semaphore

@@ -1,17 +1,9 @@
 package semaphore
 
-// Release returns n units and grants waiters, in FIFO order, as far as they fit.
-// The grants happen directly on the caller's goroutine: Release never starts a
-// goroutine, never blocks on a waiter and never runs waiter code; a granted waiter
-// resumes on its own goroutine. When nobody waits (in Acquire or in Drain), Release
-// takes no lock.
-//
-// Release panics if n is negative, or if it would make more units available than
-// the capacity ("released more than held"). That check is exact, but it can only
-// see the total: a caller that releases units another goroutine holds is not
-// caught until the sum is wrong. Units, which release what they own exactly once,
-// protect a caller from that. On a broken semaphore Release never panics for
-// releasing too much; it counts the units returned, for Drain.
+// Release returns n units and grants the waiters that now fit, in FIFO order, on
+// the caller's goroutine; it never blocks on a waiter. It panics if n is negative
+// or if it would make more units available than the capacity, except on a broken
+// semaphore, where it counts the units returned, for Drain.
 func (s *Semaphore) Release(n int64) {
 	for {
 		st := s.state.Load()
@@ -56,21 +48,18 @@ func (s *Semaphore) releaseSlow(n int64) {
 	woken.wake()
 }
 
-// Consume takes n units at once whether or not they are available: it never blocks,
-// never queues and ignores waiters. Available units may go below zero; Available then
-// reports 0 until enough units are released. Use it to account for resources already
-// spent, such as memory that has been allocated. Give the units back with Release.
-// On a broken semaphore Consume changes nothing visible, but the units count as out
-// until released, so that Drain waits for them. It panics if n is negative or larger
-// than MaxUnits, or if it would take the available units below -MaxUnits (a debt
-// larger than MaxUnits); the panic changes nothing.
+// Consume takes n units at once, available or not, for resources already spent:
+// it never blocks, never queues and ignores waiters, and availability may go below
+// zero. Give the units back with Release. It panics, changing nothing, if n is
+// negative or larger than MaxUnits, or if the debt would exceed MaxUnits.
 func (s *Semaphore) Consume(n int64) {
 	s.checkUse("Consume", n)
 	if n > MaxUnits {
 		s.panicf("Consume(%d): more than %d units", n, int64(MaxUnits))
 	}
 	// Consume only lowers the count, so it can never let a waiter in and needs
-	// neither the lock nor a look at the wait list.
+	// neither the lock nor a look at the wait list. After Break the units are
+	// still counted, though Available shows 0, so that Drain waits for them.
 	for {
 		st := s.state.Load()
 		// After Break the units are still counted, though Available shows 0:
@@ -85,12 +74,11 @@ func (s *Semaphore) Consume(n int64) {
 	}
 }
 
-// Resize sets the capacity. Units held stay held: growing makes the new units
-// available and grants the waiters that now fit; shrinking below what is held leaves
-// Available at 0 until enough units are released (holders are never revoked). Waiters
-// asking for more than the new capacity fail with ErrTooLarge, in FIFO order, and the
-// waiters behind them are granted if they fit. Resize does nothing on a broken
-// semaphore and panics if capacity is negative or larger than MaxUnits.
+// Resize sets the capacity without revoking holders: growing grants the waiters
+// that now fit; shrinking below what is held leaves Available at 0 until enough
+// units come back. Waiters asking for more than the new capacity fail with
+// ErrTooLarge. Resize does nothing on a broken semaphore and panics if capacity is
+// negative or larger than MaxUnits.
 func (s *Semaphore) Resize(capacity int64) {
 	if capacity < 0 || capacity > MaxUnits {
 		s.panicf("Resize(%d): capacity must be between 0 and %d", capacity, int64(MaxUnits))

@@ -11,15 +11,10 @@ type breakState struct {
 	matches []error // ErrBroken and the cause, shared by every failed call's error
 }
 
-// Break puts the semaphore in the broken state, for shutdown or when the state the
-// semaphore guards can no longer be trusted. Every waiter fails, in FIFO order, with
-// an error that matches ErrBroken and err (when err is not nil). From then on
-// Acquire, AcquireTimeout and AcquireUnits fail at once the same way, TryAcquire
-// returns false, Available reports 0, Resize does nothing, and Release never
-// panics, so holders can still return their units without knowing about the break.
-// Units released and consumed are still counted, so that Drain can wait for them. Only
-// the first Break counts; later calls do nothing. Break never blocks on a waiter:
-// it wakes them and returns.
+// Break stops admission for good: every waiter, and every later acquire, fails with
+// an error matching ErrBroken and err (when not nil). Holders keep their units and
+// return them as usual (see the package documentation for what else changes).
+// Only the first Break counts. Break never blocks on a waiter.
 func (s *Semaphore) Break(err error) {
 	if s.isZero() {
 		panic(errZeroValue)
@@ -60,24 +55,13 @@ func (s *Semaphore) Err() error {
 	return nil
 }
 
-// Drain waits until every unit is back: until no units are held or consumed, so
-// that Available would equal Capacity. It returns nil then, at once if nothing is
-// out. If ctx ends first it returns an error that matches ctx.Err() and
-// context.Cause(ctx) (and ErrTimedOut for a deadline) and says how many units are
-// still out; the units stay with their holders.
+// Drain waits until no unit is held or consumed and returns nil, or until ctx ends
+// and returns an error matching ctx.Err() that says how many units are still out.
+// It does not stop admission: the shutdown sequence is Break, then Drain, after
+// which nobody holds units and nobody ever will again. Drain never takes units,
+// never fails a waiter and never blocks a Release.
 //
-// Drain does not stop admission: on a healthy semaphore new acquisitions may keep
-// it from returning. The shutdown sequence is Break, then Drain: Break fails every
-// waiter and every later acquire, so from then on units only come back, and
-// Release goes on counting them (without ever panicking) although Available
-// reports 0. Together they guarantee that when Drain returns nil nobody holds
-// units of the semaphore and nobody ever will again. Units a holder never releases
-// keep Drain waiting until ctx ends; a Units that was detached must be released
-// with Release(n) to count.
-//
-// Drain never takes units, never fails a waiter and never blocks a Release. While
-// it waits, every Release takes the semaphore's lock to see whether it was the
-// last.
+// While Drain waits, every Release takes the lock, to see whether it was the last.
 func (s *Semaphore) Drain(ctx context.Context) error {
 	if s.isZero() {
 		panic(errZeroValue)
