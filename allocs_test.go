@@ -135,3 +135,35 @@ func TestAllocs_BlockedAcquireWithACancellableContextAllocatesOnlyItsChannel(t *
 	defer stop()
 	assert.LessOrEqual(t, testing.AllocsPerRun(200, round), 1.0)
 }
+
+// New without options is one allocation of at most 128 bytes, so that a map of
+// per-key semaphores costs little per idle key; what only some semaphores use is
+// made on first need.
+func TestAllocs_NewIsOneSmallObject(t *testing.T) {
+	assert.Equal(t, 1.0, testing.AllocsPerRun(1000, func() { _ = semaphore.New(4) }))
+	var before, after runtime.MemStats
+	const n = 10000
+	keep := make([]*semaphore.Semaphore, n)
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for i := range keep {
+		keep[i] = semaphore.New(4)
+	}
+	runtime.ReadMemStats(&after)
+	perSemaphore := float64(after.TotalAlloc-before.TotalAlloc) / n
+	assert.LessOrEqual(t, perSemaphore, 128.0, "bytes per semaphore")
+	runtime.KeepAlive(keep)
+}
+
+// A semaphore used only on its lock-free paths never makes the part kept for
+// waiting, refusing, breaking and draining.
+func TestAllocs_LockFreeUseMakesNothingMore(t *testing.T) {
+	ctx := context.Background()
+	assert.Equal(t, 1.0, testing.AllocsPerRun(1000, func() {
+		s := semaphore.New(4)
+		_ = s.Acquire(ctx, 2)
+		s.TryAcquire(2)
+		s.Release(4)
+		_ = s.Stats()
+	}))
+}

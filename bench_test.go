@@ -436,3 +436,33 @@ func liveHeap() uint64 {
 	runtime.ReadMemStats(&m)
 	return m.HeapAlloc
 }
+
+// P7: the cost of one idle semaphore, as in a map of per-key limits: New, and the
+// heap each one keeps, over a million of them (bytes/semaphore).
+func BenchmarkNew(b *testing.B) {
+	const idle = 1_000_000
+	perSemaphore := func(b *testing.B, newOne func() any) {
+		b.ReportAllocs()
+		for b.Loop() {
+			_ = newOne()
+		}
+		b.StopTimer()
+		keep := make([]any, idle)
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		for i := range keep {
+			keep[i] = newOne()
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/idle, "bytes/semaphore")
+		runtime.KeepAlive(keep)
+	}
+	b.Run("impl=fairsem", func(b *testing.B) {
+		perSemaphore(b, func() any { return semaphore.New(16) })
+	})
+	b.Run("impl=xsync", func(b *testing.B) {
+		perSemaphore(b, func() any { return xsem.NewWeighted(16) })
+	})
+}
