@@ -145,7 +145,15 @@ func (s *Set) Diagnostics(maxLines int) string {
 			h += r.Held
 			w += int64(r.Waiting)
 		}
-		fmt.Fprintf(&b, "  … %s more, holding %s, %d waiting\n", plural(int64(len(rest)), "key"), plural(h, "unit"), w)
+		fmt.Fprintf(&b, "  … %d more %s, holding %s, %d waiting\n", len(rest), keysWord(len(rest)), plural(h, "unit"), w)
 	}
 	return b.String()
+}
+
+// keysWord is "key" or "keys", as n requires.
+func keysWord(n int) string {
+	if n == 1 {
+		return "key"
+	}
+	return "keys"
 }
