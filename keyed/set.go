@@ -28,11 +28,11 @@ type Set struct {
 	// Fixed after New.
 	label      string // "keyed \"NAME\"" or "unnamed keyed set 0x…", for messages; "" only in the zero value
 	name       string
-	capacity   int64                   // of every key that capacityOf does not override
-	capacityOf func(key string) int64  // nil: every key has capacity
-	global     *semaphore.Semaphore    // nil: no global limit
-	keyOpts    []semaphore.Option      // for each key's semaphore, the observer excepted
-	observer   Observer                // nil: nothing is reported
+	capacity   int64                  // of every key that capacityOf does not override
+	capacityOf func(key string) int64 // nil: every key has capacity
+	global     *semaphore.Semaphore   // nil: no global limit
+	keyOpts    []semaphore.Option     // for each key's semaphore, the observer excepted
+	observer   Observer               // nil: nothing is reported
 
 	mu sync.Mutex
 	// entries holds exactly the active keys: those with calls in progress or Units
