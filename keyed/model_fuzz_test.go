@@ -338,7 +338,7 @@ func runSetModel(t *testing.T, gCap int64, caps map[string]int64, ops []byte) {
 				m.now = next.deadline
 				m.leave(next, semaphore.ErrTimedOut)
 			}
-			time.Sleep(end.Sub(time.Now()))
+			time.Sleep(time.Until(end))
 			m.now = end
 		}
 		check(i)
