@@ -27,10 +27,13 @@ func WithName(name string) Option {
 
 // WithCapacityFunc overrides the capacity of some keys: f is called with a key
 // when the key becomes active (its first holder or waiter arrives), and its
-// result is the key's capacity for as long as the key stays active. f runs under
-// the set's lock, so it must be quick and must not call the Set; it may return
-// the default capacity for keys it does not override. A result below zero or
-// above semaphore.MaxUnits makes that call panic. New panics if f is nil.
+// result is the key's capacity for as long as the key stays active; f should
+// return the default capacity for keys it does not override. f is called without
+// the set's lock, so it may call the Set, but it may run concurrently and, when
+// two calls make a key active at once, more than once for one activation (one
+// result is used): it should be a quick, pure function of the key. A result
+// below zero or above semaphore.MaxUnits makes the call that asked for it panic.
+// WithCapacityFunc panics if f is nil.
 func WithCapacityFunc(f func(key string) int64) Option {
 	if f == nil {
 		panic("keyed: WithCapacityFunc(nil)")
@@ -40,7 +43,7 @@ func WithCapacityFunc(f func(key string) int64) Option {
 
 // WithGlobal makes every acquisition also take its units from global, a
 // semaphore shared by all keys (and possibly by other code), after the key's
-// units. Break on the set breaks global too. New panics if global is nil.
+// units. Break on the set breaks global too. WithGlobal panics if global is nil.
 func WithGlobal(global *semaphore.Semaphore) Option {
 	if global == nil {
 		panic("keyed: WithGlobal(nil)")
@@ -52,7 +55,7 @@ func WithGlobal(global *semaphore.Semaphore) Option {
 // for one semaphore: a call that would become the key's waiter number m+1 fails
 // at once with an error matching semaphore.ErrQueueFull. m = 0 allows no waiting
 // at the key level. The global level is bounded, if at all, by the global
-// semaphore's own option. New panics if m < 0.
+// semaphore's own option. WithMaxWaiters panics if m < 0.
 func WithMaxWaiters(m int) Option {
 	if m < 0 {
 		panic(fmt.Sprintf("keyed: WithMaxWaiters(%d): negative", m))
@@ -60,7 +63,8 @@ func WithMaxWaiters(m int) Option {
 	return func(c *config) { c.maxWaiters = m }
 }
 
-// WithObserver sets the set's observer; see Observer. New panics if o is nil.
+// WithObserver sets the set's observer; see Observer. WithObserver panics if o is
+// nil.
 func WithObserver(o Observer) Option {
 	if o == nil {
 		panic("keyed: WithObserver(nil)")
