@@ -41,14 +41,6 @@ func TestNew_PanicsOnCapacityOutOfRange(t *testing.T) {
 	assert.NotPanics(t, func() { keyed.New(semaphore.MaxUnits) })
 }
 
-func TestNew_PanicsOnNilOrInvalidOption(t *testing.T) {
-	assert.PanicsWithValue(t, "keyed: New: option 1 is nil", func() { keyed.New(1, keyed.WithName("x"), nil) })
-	assert.PanicsWithValue(t, "keyed: WithCapacityFunc(nil)", func() { keyed.WithCapacityFunc(nil) })
-	assert.PanicsWithValue(t, "keyed: WithGlobal(nil)", func() { keyed.WithGlobal(nil) })
-	assert.PanicsWithValue(t, "keyed: WithObserver(nil)", func() { keyed.WithObserver(nil) })
-	assert.PanicsWithValue(t, "keyed: WithMaxWaiters(-1): negative", func() { keyed.WithMaxWaiters(-1) })
-}
-
 func TestZeroSet_PanicsSayingUseNew(t *testing.T) {
 	var s keyed.Set
 	const msg = "keyed: use of a zero Set; create it with keyed.New"
