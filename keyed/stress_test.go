@@ -109,6 +109,9 @@ func stress(t *testing.T, breakIt bool) {
 					continue
 				}
 				granted.Add(1)
+				if u.Key() != key || s.KeyStats(key).Capacity != capOf(key) {
+					violations.Add(1) // a reused entry kept another key's capacity
+				}
 				if out[k].Add(n) > capOf(key) {
 					violations.Add(1)
 				}
