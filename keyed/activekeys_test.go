@@ -76,3 +76,17 @@ func TestActiveKeys_MemoryComesBackWhenKeysLeave(t *testing.T) {
 	assert.Less(t, after, before+(during-before)/10, "and give it back when they leave: before %d, during %d, after %d", before, during, after)
 	runtime.KeepAlive(s)
 }
+
+func TestActiveKeys_ReusedEntryTakesTheNewKeysCapacity(t *testing.T) {
+	s := keyed.New(1, keyed.WithCapacityFunc(func(key string) int64 { return int64(len(key)) }))
+	for _, key := range []string{"abc", "a", "abcdef", "ab"} {
+		u, ok := s.TryAcquire(key, int64(len(key)))
+		require.True(t, ok, key)
+		assert.Equal(t, int64(len(key)), s.KeyStats(key).Capacity)
+		_, ok = s.TryAcquire(key, 1)
+		assert.False(t, ok, "%s is full", key)
+		u.Release()
+	}
+	_, _, free := s.MapState()
+	assert.Equal(t, 1, free, "one idle entry served every key in turn")
+}
