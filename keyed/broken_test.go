@@ -43,6 +43,7 @@ func TestBreak_FailsWaitersAtBothLevelsAndEveryLaterCall(t *testing.T) {
 		assert.False(t, ok)
 		assert.Equal(t, 1, s.Stats().Keys, "only the holder is left")
 		assert.True(t, s.Stats().Broken)
+		assert.Contains(t, s.Diagnostics(0), `keyed "up": broken, 1 key active`)
 
 		err = s.Err()
 		assert.ErrorIs(t, err, semaphore.ErrBroken)
