@@ -129,10 +129,12 @@ func remove(line []*modelCall, c *modelCall) []*modelCall {
 // FuzzSetModel drives a Set in a synctest bubble with Acquire (cancellable),
 // AcquireTimeout (each with a deadline at its own instant), TryAcquire, releases,
 // cancellations, the passing of time and Break, over three keys of capacities 1
-// to 3 and an optional global semaphore of capacity 1 to 4. Every request asks
-// for its key's whole capacity (or one more, which is too large), so a key grants
-// one request at a time and the order in which granted requests reach the global
-// line is that of the model. After each step, once every goroutine is blocked,
+// to 3 and an optional global semaphore of capacity 1 to 4. With a global
+// semaphore every request asks for its key's whole capacity (or one more, which
+// is too large), so a key grants one request at a time and the order in which
+// granted requests reach the global line is that of the model (requests a key
+// grants together would race to the global line). Without one, requests have
+// any weight from 0 to one more than the key's capacity. After each step, once every goroutine is blocked,
 // it checks that each call's outcome, each key's held units and waiters, and the
 // global semaphore's availability and waiters are the model's; at the end, that
 // everything came back and no key is left in the map.
@@ -141,6 +143,7 @@ func FuzzSetModel(f *testing.F) {
 	f.Add([]byte{3, 3, 2, 1, 2, 0, 2, 1, 2, 2, 0, 0, 6, 1, 4, 0, 6, 2, 7, 0})
 	f.Add([]byte{0, 1, 1, 1, 0, 0, 0, 0, 0, 3, 5, 1, 3, 2, 4, 0, 4, 0})
 	f.Add([]byte{1, 2, 3, 2, 0, 5, 1, 0, 0, 1, 2, 1, 7, 4, 4, 1})
+	f.Add([]byte{0, 2, 1, 2, 0, 6, 0, 3, 0, 9, 2, 12, 4, 0, 5, 1, 6, 2, 4, 1, 0, 9})
 	f.Fuzz(func(t *testing.T, ops []byte) {
 		if len(ops) < 4 {
 			return
@@ -255,7 +258,10 @@ func runSetModel(t *testing.T, gCap int64, caps map[string]int64, ops []byte) {
 		op, arg := ops[i]%8, ops[i+1]
 		key := keys[arg%3]
 		n := caps[key]
-		if arg/3%5 == 4 {
+		switch {
+		case g == nil:
+			n = int64(arg/3) % (caps[key] + 2) // any weight, up to one too large
+		case arg/3%5 == 4:
 			n++ // too large for the key
 		}
 		c := &modelCall{id: len(m.calls), key: key, n: n}
