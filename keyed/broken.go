@@ -1,0 +1,125 @@
+package keyed
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/fairsem/semaphore"
+)
+
+// Break puts the set in the broken state, for shutdown: the global semaphore
+// (if any) and every active key's semaphore are broken with err, so that every
+// waiter fails with an error matching semaphore.ErrBroken and err, and from then
+// on Acquire and AcquireTimeout fail at once the same way (a done context is
+// still reported first) and TryAcquire fails. Holders keep their units until they
+// release them; Drain waits for that. Only the first Break counts. Break never
+// blocks on a waiter.
+//
+// Breaking the global semaphore breaks it for every other user of it too.
+func (s *Set) Break(err error) {
+	if s.label == "" {
+		panic("keyed: use of a zero Set; create it with keyed.New")
+	}
+	s.mu.Lock()
+	if s.broken != nil {
+		s.mu.Unlock()
+		return
+	}
+	b := semaphore.New(semaphore.MaxUnits, semaphore.WithName(s.name))
+	b.Break(err)
+	s.broken = b
+	// Every key active now is broken under mu, so a call that joined a key
+	// before Break fails on the key's semaphore, and one that comes after finds
+	// s.broken: none can wait on a healthy key of a broken set. The key
+	// semaphores' observer (the entry) does nothing on Broken, so this runs no
+	// caller code under mu.
+	for _, e := range s.entries {
+		e.sem.Break(err)
+	}
+	s.free = nil
+	s.mu.Unlock()
+	// The global semaphore's observer is its owner's code: not under mu.
+	if s.global != nil {
+		s.global.Break(err)
+	}
+	if s.observer != nil {
+		s.observer.Broken(s, err)
+	}
+}
+
+// Err returns nil while the set is healthy, and after Break an error that
+// matches semaphore.ErrBroken and the error passed to Break.
+func (s *Set) Err() error {
+	if s.label == "" {
+		panic("keyed: use of a zero Set; create it with keyed.New")
+	}
+	s.mu.Lock()
+	b := s.broken
+	s.mu.Unlock()
+	if b == nil {
+		return nil
+	}
+	// The broken semaphore's error reads `semaphore "NAME": broken: CAUSE`; the
+	// set's names the set instead.
+	err := b.Err()
+	_, why, _ := strings.Cut(err.Error(), ": broken")
+	return &setError{msg: s.label + ": broken" + why, matches: []error{err}}
+}
+
+// Drain waits until no key is active: until every Units of the set has been
+// released and no call is in progress. It returns nil then, at once if nothing
+// is active. If ctx ends first it returns an error that matches ctx.Err() and
+// context.Cause(ctx) (and semaphore.ErrTimedOut for a deadline) and says how many
+// keys and units are still out.
+//
+// Drain does not stop admission: call Break first for a shutdown. It waits for
+// this set's units only, not for other users of the global semaphore, whose
+// own Drain does that.
+func (s *Set) Drain(ctx context.Context) error {
+	if s.label == "" {
+		panic("keyed: use of a zero Set; create it with keyed.New")
+	}
+	s.mu.Lock()
+	if len(s.entries) == 0 {
+		s.mu.Unlock()
+		return nil
+	}
+	if s.drained == nil {
+		s.drained = make(chan struct{})
+	}
+	done := s.drained
+	s.mu.Unlock()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+	}
+	st := s.Stats()
+	err, cause := ctx.Err(), context.Cause(ctx)
+	matches := []error{err}
+	what := "canceled"
+	if errors.Is(err, context.DeadlineExceeded) {
+		what = "timed out"
+		matches = append(matches, semaphore.ErrTimedOut)
+	}
+	if cause != nil && cause != err {
+		matches = append(matches, cause)
+	}
+	return &setError{
+		msg: fmt.Sprintf("%s: drain: %s with %s still active, holding %s: %v",
+			s.label, what, plural(int64(st.Keys), "key"), plural(st.Held, "unit"), cause),
+		matches: matches,
+	}
+}
+
+// setError is an error about the whole set (Err, Drain): its message, and what
+// it matches.
+type setError struct {
+	msg     string
+	matches []error
+}
+
+func (e *setError) Error() string   { return e.msg }
+func (e *setError) Unwrap() []error { return e.matches }

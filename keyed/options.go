@@ -1,0 +1,73 @@
+package keyed
+
+import (
+	"fmt"
+
+	"github.com/fairsem/semaphore"
+)
+
+// An Option configures a Set at construction. Options are applied in order; a
+// later one overrides an earlier one of the same kind.
+type Option func(*config)
+
+// config is what the options set; New copies it into the Set.
+type config struct {
+	name       string
+	capacityOf func(key string) int64
+	global     *semaphore.Semaphore
+	maxWaiters int // -1: unbounded
+	observer   Observer
+}
+
+// WithName names the set. The name appears in every error and panic message, in
+// Stats and in Diagnostics.
+func WithName(name string) Option {
+	return func(c *config) { c.name = name }
+}
+
+// WithCapacityFunc overrides the capacity of some keys: f is called with a key
+// when the key becomes active (its first holder or waiter arrives), and its
+// result is the key's capacity for as long as the key stays active; f should
+// return the default capacity for keys it does not override. f is called without
+// the set's lock, so it may call the Set, but it may run concurrently and, when
+// two calls make a key active at once, more than once for one activation (one
+// result is used): it should be a quick, pure function of the key. A result
+// below zero or above semaphore.MaxUnits makes the call that asked for it panic.
+// WithCapacityFunc panics if f is nil.
+func WithCapacityFunc(f func(key string) int64) Option {
+	if f == nil {
+		panic("keyed: WithCapacityFunc(nil)")
+	}
+	return func(c *config) { c.capacityOf = f }
+}
+
+// WithGlobal makes every acquisition also take its units from global, a
+// semaphore shared by all keys (and possibly by other code), after the key's
+// units. Break on the set breaks global too. WithGlobal panics if global is nil.
+func WithGlobal(global *semaphore.Semaphore) Option {
+	if global == nil {
+		panic("keyed: WithGlobal(nil)")
+	}
+	return func(c *config) { c.global = global }
+}
+
+// WithMaxWaiters bounds each key's wait list, as semaphore.WithMaxWaiters does
+// for one semaphore: a call that would become the key's waiter number m+1 fails
+// at once with an error matching semaphore.ErrQueueFull. m = 0 allows no waiting
+// at the key level. The global level is bounded, if at all, by the global
+// semaphore's own option. WithMaxWaiters panics if m < 0.
+func WithMaxWaiters(m int) Option {
+	if m < 0 {
+		panic(fmt.Sprintf("keyed: WithMaxWaiters(%d): negative", m))
+	}
+	return func(c *config) { c.maxWaiters = m }
+}
+
+// WithObserver sets the set's observer; see Observer. WithObserver panics if o is
+// nil.
+func WithObserver(o Observer) Option {
+	if o == nil {
+		panic("keyed: WithObserver(nil)")
+	}
+	return func(c *config) { c.observer = o }
+}

@@ -1,0 +1,61 @@
+package keyed_test
+
+import (
+	"context"
+	"testing"
+	"testing/synctest"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fairsem/semaphore"
+	"github.com/fairsem/semaphore/keyed"
+)
+
+func TestStats_SumTheActiveKeysAndCountCalls(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := keyed.New(2, keyed.WithName("up"))
+		a, _ := s.TryAcquire("a", 2)
+		b, _ := s.TryAcquire("b", 1)
+		ch := acquireAsync(context.Background(), s, "a", 1)
+		synctest.Wait()
+		assert.Equal(t, keyed.Stats{Name: "up", Keys: 2, Held: 3, Waiting: 1, Acquired: 2}, s.Stats())
+		assert.Equal(t, keyed.KeyStats{Key: "a", Capacity: 2, Held: 2, Waiting: 1}, s.KeyStats("a"))
+		assert.Equal(t, keyed.KeyStats{Key: "none", Capacity: 2}, s.KeyStats("none"))
+		a.Release()
+		r := <-ch
+		require.NoError(t, r.err)
+		r.u.Release()
+		b.Release()
+		assert.Equal(t, keyed.Stats{Name: "up", Acquired: 3}, s.Stats())
+	})
+}
+
+func TestDiagnostics_NamesTheKeysThatHoldTheMost(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := semaphore.New(10, semaphore.WithName("all"))
+		s := keyed.New(4, keyed.WithName("uploads"), keyed.WithGlobal(g))
+		var us []*keyed.Units
+		for key, n := range map[string]int64{"alice": 4, "bob": 1, "carol": 2, "dave": 1} {
+			u, ok := s.TryAcquire(key, n)
+			require.True(t, ok)
+			us = append(us, u)
+		}
+		ch := acquireAsync(context.Background(), s, "alice", 1)
+		synctest.Wait()
+		d := s.Diagnostics(2)
+		assert.Equal(t, `keyed "uploads": 4 keys active, 8 units held, 1 call waiting; most held by "alice" (4 of 4 units, 1 waiting)
+  global: semaphore "all" (2 of 10 units available, 0 waiting)
+  "alice"                  held 4 of 4, 1 waiting
+  "carol"                  held 2 of 4, 0 waiting
+  … 2 more keys, holding 2 units, 0 waiting
+`, d)
+		for _, u := range us {
+			u.Release()
+		}
+		r := <-ch
+		require.NoError(t, r.err)
+		r.u.Release()
+		assert.Equal(t, "keyed \"uploads\": 0 keys active, 0 units held, 0 calls waiting\n  global: semaphore \"all\" (10 of 10 units available, 0 waiting)\n", s.Diagnostics(0))
+	})
+}

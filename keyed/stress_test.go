@@ -1,0 +1,154 @@
+package keyed_test
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fairsem/semaphore"
+	"github.com/fairsem/semaphore/keyed"
+)
+
+// TestStress_LimitsHoldAndEverythingComesBack runs goroutines that acquire units
+// of many keys of different capacities under a global limit, with Acquire
+// (some contexts cancelled, some with deadlines), AcquireTimeout and TryAcquire,
+// weights from 0 to one more than the key's capacity, and checks while they run
+// that no key and not the global semaphore ever has more units out than its
+// capacity, and at the end that every unit came back and no key is left.
+func TestStress_LimitsHoldAndEverythingComesBack(t *testing.T) {
+	stress(t, false)
+}
+
+// TestStress_BreakWhileBusyFailsEveryoneAndDrains breaks the set while the same
+// load runs: every call ends, holders give their units back, Drain returns, and
+// no key is left.
+func TestStress_BreakWhileBusyFailsEveryoneAndDrains(t *testing.T) {
+	stress(t, true)
+}
+
+func stress(t *testing.T, breakIt bool) {
+	const (
+		keys    = 40
+		workers = 8
+		gCap    = 12
+	)
+	ops := 1500
+	if testing.Short() || raceEnabled {
+		ops = 400
+	}
+	capOf := func(k string) int64 { i, _ := strconv.Atoi(k); return int64(i%4) + 1 }
+	g := semaphore.New(gCap, semaphore.WithName("all"))
+	s := keyed.New(0, keyed.WithName("stress"), keyed.WithGlobal(g), keyed.WithCapacityFunc(capOf), keyed.WithMaxWaiters(6))
+
+	var out [keys]atomic.Int64 // units each key's holders hold, by the test's count
+	var global atomic.Int64
+	var violations atomic.Int64
+	var granted atomic.Int64
+	cause := errors.New("stress break")
+	errTry := errors.New("TryAcquire failed")
+	holdersDone := make(chan struct{})
+
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			r := rand.New(rand.NewPCG(uint64(w), 7))
+			for i := range ops {
+				if breakIt && w == 0 && i == ops/2 {
+					s.Break(cause)
+				}
+				k := r.IntN(keys)
+				key := strconv.Itoa(k)
+				n := r.Int64N(capOf(key) + 2)
+				var u *keyed.Units
+				var err error
+				switch r.IntN(5) {
+				case 0:
+					var ok bool
+					if u, ok = s.TryAcquire(key, n); !ok {
+						err = errTry
+					}
+				case 1:
+					u, err = s.AcquireTimeout(time.Duration(r.IntN(200))*time.Microsecond, key, n)
+				case 2:
+					ctx, cancel := context.WithTimeout(context.Background(), time.Duration(r.IntN(300))*time.Microsecond)
+					u, err = s.Acquire(ctx, key, n)
+					cancel()
+				case 3:
+					ctx, cancel := context.WithCancel(context.Background())
+					yields := r.IntN(3)
+					go func() {
+						for range yields {
+							runtime.Gosched()
+						}
+						cancel()
+					}()
+					u, err = s.Acquire(ctx, key, n)
+					cancel()
+				default:
+					ctx, cancel := context.WithTimeout(context.Background(), 5*time.Millisecond)
+					u, err = s.Acquire(ctx, key, n)
+					cancel()
+				}
+				if err != nil {
+					require.Nil(t, u)
+					known := err == errTry || errors.Is(err, semaphore.ErrTimedOut) || errors.Is(err, context.Canceled) ||
+						errors.Is(err, semaphore.ErrQueueFull) || errors.Is(err, semaphore.ErrTooLarge) || errors.Is(err, cause)
+					assert.True(t, known, err)
+					if n > capOf(key) && !breakIt && err != errTry && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+						assert.ErrorIs(t, err, semaphore.ErrTooLarge)
+					}
+					continue
+				}
+				granted.Add(1)
+				if u.Key() != key || s.KeyStats(key).Capacity != capOf(key) {
+					violations.Add(1) // a reused entry kept another key's capacity
+				}
+				if out[k].Add(n) > capOf(key) {
+					violations.Add(1)
+				}
+				if global.Add(n) > gCap {
+					violations.Add(1)
+				}
+				for range r.IntN(4) {
+					runtime.Gosched()
+				}
+				global.Add(-n)
+				out[k].Add(-n)
+				if r.IntN(8) == 0 {
+					u.Release() // released twice: the second does nothing
+				}
+				u.Release()
+			}
+		})
+	}
+	go func() { wg.Wait(); close(holdersDone) }()
+	<-holdersDone
+
+	assert.Zero(t, violations.Load(), "a key or the global semaphore had more units out than its capacity")
+	assert.Positive(t, granted.Load())
+	st := s.Stats()
+	assert.Equal(t, 0, st.Keys, "no key left in the map")
+	assert.Equal(t, int64(0), st.Held)
+	assert.Equal(t, 0, st.Waiting)
+	assert.Equal(t, uint64(granted.Load()), st.Acquired)
+	entries, _, _ := s.MapState()
+	assert.Equal(t, 0, entries)
+	require.NoError(t, s.Drain(context.Background()))
+	if breakIt {
+		assert.ErrorIs(t, s.Err(), cause)
+		assert.ErrorIs(t, g.Err(), cause)
+		require.NoError(t, g.Drain(context.Background()), "every global unit came back")
+	} else {
+		assert.Equal(t, int64(gCap), g.Available())
+		assert.Equal(t, 0, g.Waiters())
+	}
+}
