@@ -48,9 +48,10 @@ type permitToken struct{ p *admission.Permit }
 func (t permitToken) Done(Outcome) { t.p.Release() }
 
 // PermitFrom returns the admission permit of the call whose context ctx is,
-// when it was admitted by an Admission limiter, or nil. The permit is released
-// when the call ends; the handler must not keep it.
+// when it was admitted by an Admission limiter (or one wrapping it, see
+// Token), or nil. The permit is released when the call ends; the handler must
+// not keep it.
 func PermitFrom(ctx context.Context) *admission.Permit {
-	t, _ := TokenFrom(ctx).(permitToken)
+	t, _ := tokenAs[permitToken](TokenFrom(ctx))
 	return t.p
 }

@@ -21,8 +21,28 @@ type Limiter interface {
 
 // A Token is what an admitted call holds. Done is called exactly once, when
 // the call ends, with the call's Outcome; it gives back what Admit took.
+//
+// A Limiter that wraps another (to count or log) and returns its own Token
+// around the inner one should give that Token an Unwrap() Token method, so
+// that UnitsFrom and PermitFrom still find what the inner Token holds.
 type Token interface {
 	Done(Outcome)
+}
+
+// tokenAs returns the first Token of type T in tok's chain of Unwrap methods.
+func tokenAs[T Token](tok Token) (T, bool) {
+	for tok != nil {
+		if t, ok := tok.(T); ok {
+			return t, true
+		}
+		u, ok := tok.(interface{ Unwrap() Token })
+		if !ok {
+			break
+		}
+		tok = u.Unwrap()
+	}
+	var zero T
+	return zero, false
 }
 
 // Call describes a call being admitted.

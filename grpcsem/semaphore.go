@@ -49,11 +49,11 @@ type unitsToken struct{ u *semaphore.Units }
 func (t unitsToken) Done(Outcome) { t.u.Release() }
 
 // UnitsFrom returns the units held by the call whose context ctx is, when it
-// was admitted by a Semaphore limiter, or nil. The handler may give some back
+// was admitted by a Semaphore limiter (or one wrapping it, see Token), or nil. The handler may give some back
 // early (Return, Split) or keep them past the call (Detach, then Release the
 // count itself); whatever the Units still owns when the call ends is released.
 func UnitsFrom(ctx context.Context) *semaphore.Units {
-	t, _ := TokenFrom(ctx).(unitsToken)
+	t, _ := tokenAs[unitsToken](TokenFrom(ctx))
 	return t.u
 }
 
