@@ -103,7 +103,9 @@
 //     budget. httpsem tries first and then waits with a cancel timer, so that
 //     its timeout cannot refuse a request that needs no wait; here a positive
 //     timeout cannot either, since the call reaches the limiter well before it
-//     passes, and the timer costs nothing next to a gRPC call.
+//     passes. The deadline's timer costs about a microsecond and five
+//     allocations a call (BenchmarkUnaryServerInterceptor), next to tens of
+//     microseconds and 150 allocations for a unary call over bufconn.
 //   - A stream is admitted before its handler runs, so its weight cannot depend
 //     on its first message: Call.Request is nil, and a weight function reads
 //     the method or the metadata (metadata.FromIncomingContext).
