@@ -72,12 +72,18 @@
 // A Token ends with the call's Outcome, for limiters that learn from it: nil
 // is Success, and so is an application's error; DeadlineExceeded,
 // ResourceExhausted and Unavailable are Dropped; Canceled and a panic are
-// Ignore. Semaphore and Admission ignore it. An adaptive limiter plugs in
-// through a small adapter, alongside Semaphore and Admission: its Admit calls
-// (*adaptive.Limiter).Acquire(ctx) and returns a Token whose Done calls
-// (*adaptive.Call).Done with adaptive.Success, adaptive.Dropped or
-// adaptive.Ignore for the same Outcome. Nothing else in the interceptors
-// changes.
+// Ignore. Semaphore and Admission ignore it.
+//
+// The adaptive limiter (package adaptive) plugs in as a third adapter, in its
+// own file beside semaphore.go and admission.go: a constructor
+// Adaptive(l *adaptive.Limiter) Limiter whose Admit calls l.Acquire(ctx) (ctx
+// is the call's, bounded by WithTimeout) and returns a Token around the
+// *adaptive.Call, whose Done maps the Outcome to adaptive.Success,
+// adaptive.Dropped or adaptive.Ignore and passes it to (*adaptive.Call).Done
+// (and calls Release too, should that package keep the sample and the release
+// apart). Its errors should wrap semaphore.ErrQueueFull (or ErrBroken) to get
+// the overload status and the pushback from the table above. Nothing in the
+// interceptors changes.
 //
 // # Decisions where the issue is silent, and differences from the anchors
 //
