@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
@@ -46,7 +47,8 @@ func TestRetry_ClientWaitsForThePushback(t *testing.T) {
 			sem := semaphore.New(1, semaphore.WithMaxWaiters(0))
 			sem.Consume(1)
 			cc, lim := retrying(t, tr, sem, &service{}, grpcsem.WithPushback(time.Hour))
-			ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+			ready(t, cc) // so that the first attempt reaches the server well within the deadline
+			ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
 			defer cancel()
 			_, err := echo.Call(ctx, cc, "x")
 			assert.Equal(t, codes.DeadlineExceeded, status.Code(err),
@@ -113,6 +115,15 @@ func TestRetry_RetriedAfterThePushbackSucceeds(t *testing.T) {
 				assert.Equal(t, sem.Capacity(), sem.Available())
 			})
 		}
+	}
+}
+
+// ready connects cc and waits until it is ready.
+func ready(t *testing.T, cc *grpc.ClientConn) {
+	t.Helper()
+	cc.Connect()
+	for s := cc.GetState(); s != connectivity.Ready; s = cc.GetState() {
+		require.True(t, cc.WaitForStateChange(t.Context(), s), "connecting: %v", s)
 	}
 }
 
