@@ -48,6 +48,11 @@
 //	an error carrying a gRPC status                           that status             none
 //	any other error                                           Unknown                 none
 //
+// The other sentinels of the two packages (admission's ErrMemoryLimit,
+// ErrEvicted and ErrReleased, the semaphore's ErrInsufficientUnits and
+// ErrDifferentSemaphore) come from a permit or units in use, never from
+// admission, so they fall in the last row if a custom Limiter returns them.
+//
 // A grpc-go client whose retry policy lists the code retries after the pushback
 // instead of its own backoff, never when it is negative; without a retry
 // policy the caller just sees the status. The trailer is sent on the server only;
@@ -65,7 +70,10 @@
 // connection; one shared by the ClientConns of a target bounds the target, and
 // PerTarget gives each target its own when one interceptor serves every
 // connection. A client stream holds its Token until gRPC finishes it (its
-// status received, its context ended, or the ClientConn closed).
+// status received, its context ended, or the ClientConn closed). A call holds
+// its Token across the attempts of gRPC's retry policy, pushback waits
+// included: it is one call to the limiter, though each attempt is a new call
+// to the server.
 //
 // # Outcomes, and the adaptive limiter
 //
