@@ -22,6 +22,7 @@ import (
 type modelCall struct {
 	weight   int64
 	stream   bool
+	client   bool // through the client interceptors
 	cancel   context.CancelFunc
 	started  chan struct{} // closed when the handler runs
 	finish   chan string   // "ok", "error" or "panic": how the handler ends
@@ -45,20 +46,24 @@ type modelCall struct {
 	admitted bool
 }
 
-// FuzzInterceptorModel drives the unary and stream server interceptors on a
-// semaphore in a synctest bubble (interceptors called directly, time faked)
-// with a sequence of calls of various weights (too large included), handlers
-// ending normally, with an error, or by panicking, clients giving up while
-// waiting or running, time passing beyond the wait timeout, and Break, and
-// requires after each step, once every goroutine is blocked, what a sequential
-// model predicts: which handlers run (strict FIFO over the capacity, a backlog
-// of at most 2), the units each handler holds, each refused call's code and
-// pushback trailer, the outcome each token ended with (exactly once), and the
-// units left.
+// FuzzInterceptorModel drives the four interceptors, server and client, unary
+// and stream, on one semaphore in a synctest bubble (interceptors called
+// directly, time faked) with a sequence of calls of various weights (too large
+// included), handlers (server) or calls (client) ending normally, with an
+// error, or by panicking, clients giving up while waiting or running, time
+// passing beyond the wait timeout, and Break, and requires after each step,
+// once every goroutine is blocked, what a sequential model predicts: which
+// calls run (strict FIFO over the capacity, a backlog of at most 2), the units
+// each server handler holds, each refused call's code and pushback trailer
+// (none on a client), the outcome each token ended with (exactly once), and
+// the units left. A client stream runs from its opening until gRPC reports its
+// end through the OnFinish call option, which the fake streamer keeps.
 func FuzzInterceptorModel(f *testing.F) {
 	f.Add([]byte{2, 0, 1, 1, 2, 0, 1, 2, 0, 3, 0, 4, 0, 2, 5})
 	f.Add([]byte{1, 0, 0, 1, 0, 0, 0, 4, 0, 2, 1, 3, 1, 5, 0, 0, 1})
 	f.Add([]byte{3, 1, 3, 0, 1, 2, 2, 3, 0, 2, 4, 0, 0, 5, 3, 2, 0})
+	f.Add([]byte{2, 0, 17, 1, 17, 0, 18, 1, 16, 2, 0, 3, 1, 2, 1, 4, 0, 2, 2, 0, 19, 5, 0})
+	f.Add([]byte{1, 1, 17, 0, 16, 1, 49, 3, 1, 2, 2, 4, 0, 4, 0, 0, 17, 2, 0, 5, 3})
 	f.Fuzz(func(t *testing.T, ops []byte) {
 		if len(ops) == 0 {
 			return
@@ -74,8 +79,12 @@ func FuzzInterceptorModel(f *testing.F) {
 			lim := recordingLimiter{grpcsem.Semaphore(sem, func(ctx context.Context, _ grpcsem.Call) int64 {
 				return modelOf(ctx).weight
 			})}
-			unary := grpcsem.UnaryServerInterceptor(lim, grpcsem.WithTimeout(timeout))
-			stream := grpcsem.StreamServerInterceptor(lim, grpcsem.WithTimeout(timeout))
+			ics := interceptors{
+				unary:        grpcsem.UnaryServerInterceptor(lim, grpcsem.WithTimeout(timeout)),
+				stream:       grpcsem.StreamServerInterceptor(lim, grpcsem.WithTimeout(timeout)),
+				clientUnary:  grpcsem.UnaryClientInterceptor(lim, grpcsem.WithTimeout(timeout)),
+				clientStream: grpcsem.StreamClientInterceptor(lim, grpcsem.WithTimeout(timeout)),
+			}
 			var calls []*modelCall
 			free, broken := capacity, false
 
@@ -115,7 +124,7 @@ func FuzzInterceptorModel(f *testing.F) {
 				for i, m := range calls {
 					msg := "step " + strconv.Itoa(step) + ": call " + strconv.Itoa(i) + " (weight " + strconv.FormatInt(m.weight, 10) + ", " + m.state + ")"
 					require.Equal(t, m.state != "waiting", closed(m.started) || closed(m.done), msg)
-					if closed(m.started) {
+					if closed(m.started) && !m.client {
 						require.Equal(t, m.weight, m.units, msg+": units in the handler's context")
 					}
 					if m.state != "done" {
@@ -158,20 +167,26 @@ func FuzzInterceptorModel(f *testing.F) {
 				case 0, 1: // a new unary call or stream
 					time.Sleep(time.Millisecond) // distinct deadlines: timeouts fire one at a time
 					ctx, cancel := context.WithCancel(t.Context())
-					m := &modelCall{weight: int64(arg) % (capacity + 2), stream: ops[step]%6 == 1, cancel: cancel,
+					m := &modelCall{weight: int64(arg) % (capacity + 2), stream: ops[step]%6 == 1, client: arg&16 != 0, cancel: cancel,
 						started: make(chan struct{}), finish: make(chan string, 1), done: make(chan struct{}),
 						deadline: time.Now().Add(timeout)}
 					calls = append(calls, m)
-					go m.serve(context.WithValue(ctx, modelKey{}, m), unary, stream)
+					go m.serve(context.WithValue(ctx, modelKey{}, m), ics)
+					pushback := func(p string) string {
+						if m.client {
+							return "" // a client sends no trailer
+						}
+						return p
+					}
 					switch {
 					case broken:
 						refuse(m, codes.ResourceExhausted, "")
 					case m.weight > capacity:
-						refuse(m, codes.ResourceExhausted, "-1")
+						refuse(m, codes.ResourceExhausted, pushback("-1"))
 					case len(withState("waiting")) == 0 && m.weight <= free:
 						run(m)
 					case len(withState("waiting")) >= backlog:
-						refuse(m, codes.ResourceExhausted, "jitter")
+						refuse(m, codes.ResourceExhausted, pushback("jitter"))
 					default:
 						m.state = "waiting"
 					}
@@ -190,7 +205,11 @@ func FuzzInterceptorModel(f *testing.F) {
 						end(m, codes.Unavailable, grpcsem.Dropped)
 					case "panic":
 						m.finish <- how
-						end(m, codes.Internal, grpcsem.Ignore)
+						if m.client && m.stream {
+							end(m, codes.OK, grpcsem.Success) // read to io.EOF: see finishStream
+						} else {
+							end(m, codes.Internal, grpcsem.Ignore)
+						}
 					}
 				case 3: // a client gives up, waiting or running
 					live := append(withState("waiting"), withState("running")...)
@@ -209,7 +228,7 @@ func FuzzInterceptorModel(f *testing.F) {
 					time.Sleep(4 * time.Second)
 					for _, m := range withState("waiting") {
 						if m.state == "waiting" && !m.deadline.After(time.Now()) {
-							refuse(m, codes.ResourceExhausted, "jitter")
+							refuse(m, codes.ResourceExhausted, map[bool]string{false: "jitter", true: ""}[m.client])
 							grant()
 						}
 					}
@@ -237,15 +256,50 @@ func FuzzInterceptorModel(f *testing.F) {
 	})
 }
 
+// interceptors are the four under test.
+type interceptors struct {
+	unary        grpc.UnaryServerInterceptor
+	stream       grpc.StreamServerInterceptor
+	clientUnary  grpc.UnaryClientInterceptor
+	clientStream grpc.StreamClientInterceptor
+}
+
 // serve runs the call through its interceptor, as gRPC would, and records
 // what the client would see.
-func (m *modelCall) serve(ctx context.Context, unary grpc.UnaryServerInterceptor, stream grpc.StreamServerInterceptor) {
+func (m *modelCall) serve(ctx context.Context, ics interceptors) {
 	defer close(m.done)
 	defer func() {
 		if r := recover(); r != nil {
 			m.panicked = true
 		}
 	}()
+	unary, stream := ics.unary, ics.stream
+	switch {
+	case m.client && m.stream:
+		var onFinish func(error)
+		streamer := func(ctx context.Context, _ *grpc.StreamDesc, _ *grpc.ClientConn, _ string, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+			for _, o := range opts {
+				if f, ok := o.(grpc.OnFinishCallOption); ok {
+					onFinish = f.OnFinish
+				}
+			}
+			close(m.started)
+			return nil, nil
+		}
+		if _, m.err = ics.clientStream(ctx, &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, nil, "/model/Stream", streamer); m.err != nil {
+			return
+		}
+		m.err = m.finishStream(ctx)
+		onFinish(m.err)
+		return
+	case m.client:
+		m.err = ics.clientUnary(ctx, "/model/Unary", m, nil, nil,
+			func(ctx context.Context, _ string, _, _ any, _ *grpc.ClientConn, _ ...grpc.CallOption) error {
+				close(m.started)
+				return m.end(ctx)
+			})
+		return
+	}
 	if m.stream {
 		ss := &fakeServerStream{ctx: ctx}
 		m.err = stream(nil, ss, &grpc.StreamServerInfo{FullMethod: "/model/Stream", IsServerStream: true},
@@ -264,6 +318,28 @@ func (m *modelCall) serve(ctx context.Context, unary grpc.UnaryServerInterceptor
 func (m *modelCall) handle(ctx context.Context) error {
 	m.units = grpcsem.UnitsFrom(ctx).Count()
 	close(m.started)
+	return m.end(ctx)
+}
+
+// finishStream is how gRPC ends an open client stream: with the status the
+// stream ends with (nil for io.EOF, also when told to "panic": an open
+// client stream has no code of the caller's running to panic), or the
+// context's.
+func (m *modelCall) finishStream(ctx context.Context) error {
+	select {
+	case how := <-m.finish:
+		if how == "error" {
+			return status.Error(codes.Unavailable, "backend down")
+		}
+		return nil
+	case <-ctx.Done():
+		return status.FromContextError(ctx.Err()).Err()
+	}
+}
+
+// end ends a running handler or client call as it is told, or when the client
+// gives up.
+func (m *modelCall) end(ctx context.Context) error {
 	select {
 	case how := <-m.finish:
 		switch how {
