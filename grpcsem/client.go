@@ -40,9 +40,10 @@ func UnaryClientInterceptor(l Limiter, opts ...Option) grpc.UnaryClientIntercept
 // stream only once l admits it, with the call's context, and ends the Token
 // when gRPC finishes the stream: when a receive returns its status (io.EOF
 // included) or an error, when the call's context ends, or when the ClientConn
-// closes (gRPC's OnFinish call option). A stream that is never read to its end
-// nor cancelled holds its units as long as gRPC holds the stream. It panics if
-// l is nil or WithPushback is given.
+// closes (gRPC's OnFinish call option, so interceptors chained after this one
+// must pass the call options on). A stream that is never read to its end nor
+// cancelled holds its units as long as gRPC holds the stream. It panics if l is
+// nil or WithPushback is given.
 func StreamClientInterceptor(l Limiter, opts ...Option) grpc.StreamClientInterceptor {
 	if l == nil {
 		panic("grpcsem: StreamClientInterceptor(nil)")
