@@ -372,3 +372,31 @@ func TestServer_AdmissionPermitReachesTheHandler(t *testing.T) {
 		})
 	}
 }
+
+func TestServer_WeightSeesTheRequestAndTheMetadata(t *testing.T) {
+	type seen struct {
+		call grpcsem.Call
+		md   []string
+	}
+	calls := make(chan seen, 2)
+	sem := semaphore.New(10)
+	lim := grpcsem.Semaphore(sem, func(ctx context.Context, c grpcsem.Call) int64 {
+		md, _ := metadata.FromIncomingContext(ctx)
+		calls <- seen{c, md.Get("tenant")}
+		return 1
+	})
+	cc := serve(t, "bufconn", &service{}, serverLimit(lim))
+	ctx := metadata.AppendToOutgoingContext(t.Context(), "tenant", "acme")
+	_, err := echo.Call(ctx, cc, "payload")
+	require.NoError(t, err)
+	u := <-calls
+	assert.Equal(t, grpcsem.Call{FullMethod: echo.UnaryName, Request: &echo.Message{Text: "payload"}}, u.call)
+	assert.Equal(t, []string{"acme"}, u.md)
+	s, err := echo.Open(ctx, cc)
+	require.NoError(t, err)
+	require.NoError(t, s.CloseSend())
+	assert.ErrorIs(t, s.RecvMsg(new(echo.Message)), io.EOF)
+	st := <-calls
+	assert.Equal(t, grpcsem.Call{FullMethod: echo.StreamName, Stream: true}, st.call, "a stream's first message is not read")
+	assert.Equal(t, []string{"acme"}, st.md)
+}
