@@ -1,0 +1,96 @@
+package grpcsem
+
+import (
+	"context"
+
+	"google.golang.org/grpc"
+)
+
+// UnaryServerInterceptor returns an interceptor that runs a unary handler only
+// once l admits the call (Call.Request is the request), and ends the call's
+// Token when the handler returns, also when it panics (the panic goes on).
+// The handler finds the Token in its context (TokenFrom, UnitsFrom,
+// PermitFrom).
+//
+// A call that is not admitted gets a status error at once, with the pushback
+// trailer where the package documentation's table says so: never a hang. The
+// wait is bounded by the call's context (its deadline, the client cancelling)
+// and WithTimeout. It panics if l is nil or an option applies only to client
+// interceptors.
+func UnaryServerInterceptor(l Limiter, opts ...Option) grpc.UnaryServerInterceptor {
+	if l == nil {
+		panic("grpcsem: UnaryServerInterceptor(nil)")
+	}
+	c := newConfig(opts, false)
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		tok, err := c.admit(ctx, l, Call{FullMethod: info.FullMethod, Request: req})
+		if err != nil {
+			st, pushback := c.refusal(ctx, err)
+			if pushback != "" {
+				// Fails only outside a gRPC server (no stream in ctx): nothing to tell.
+				_ = grpc.SetTrailer(ctx, pushbackTrailer(pushback))
+			}
+			return nil, st.Err()
+		}
+		o := Ignore // stays so if the handler panics
+		defer func() { tok.Done(o) }()
+		resp, err := handler(withToken(ctx, tok), req)
+		o = outcome(err)
+		return resp, err
+	}
+}
+
+// StreamServerInterceptor returns an interceptor that runs a stream handler
+// only once l admits the call (Call.Stream is true, Call.Request nil: the
+// first message has not been read), and ends the call's Token when the handler
+// returns: the stream holds its units or permit until it ends, whether it ends
+// normally, with an error, because the client cancelled (the handler's context
+// ends; the handler must return), or because the handler panicked (the panic
+// goes on). The handler finds the Token in its stream's context.
+//
+// Refusals are as for UnaryServerInterceptor. It panics if l is nil or an
+// option applies only to client interceptors.
+func StreamServerInterceptor(l Limiter, opts ...Option) grpc.StreamServerInterceptor {
+	if l == nil {
+		panic("grpcsem: StreamServerInterceptor(nil)")
+	}
+	c := newConfig(opts, false)
+	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+		ctx := ss.Context()
+		tok, err := c.admit(ctx, l, Call{FullMethod: info.FullMethod, Stream: true})
+		if err != nil {
+			st, pushback := c.refusal(ctx, err)
+			if pushback != "" {
+				ss.SetTrailer(pushbackTrailer(pushback))
+			}
+			return st.Err()
+		}
+		o := Ignore // stays so if the handler panics
+		defer func() { tok.Done(o) }()
+		err = handler(srv, admittedStream{ss, withToken(ctx, tok)})
+		o = outcome(err)
+		return err
+	}
+}
+
+// admittedStream is the handler's stream: its context carries the Token.
+type admittedStream struct {
+	grpc.ServerStream
+	ctx context.Context
+}
+
+func (s admittedStream) Context() context.Context { return s.ctx }
+
+// admit asks l to admit call, waiting at most WithTimeout. The timeout is a
+// context deadline, so that the limiter sees it: the semaphore counts the wait
+// as timed out, and the admission controller sheds against it. A deadline can
+// only refuse a call that is admitted at once if it has already passed, which
+// a positive timeout does not within the microseconds to the limiter.
+func (c *config) admit(ctx context.Context, l Limiter, call Call) (Token, error) {
+	if c.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.timeout)
+		defer cancel()
+	}
+	return l.Admit(ctx, call)
+}

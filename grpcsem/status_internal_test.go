@@ -1,0 +1,114 @@
+package grpcsem
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/fairsem/semaphore"
+	"github.com/fairsem/semaphore/admission"
+)
+
+// TestRefusal_MapsEveryErrorByTheTable checks each row of the package
+// documentation's table, with the server's and the client's configuration.
+func TestRefusal_MapsEveryErrorByTheTable(t *testing.T) {
+	wrap := func(sentinel error) error { return fmt.Errorf(`limiter "x": admit: %w`, sentinel) }
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	expired, cancel2 := context.WithDeadline(context.Background(), time.Unix(0, 0))
+	defer cancel2()
+	live := context.Background()
+	const jitter = "jitter"
+	rows := []struct {
+		name     string
+		ctx      context.Context
+		err      error
+		code     codes.Code
+		pushback string
+	}{
+		{"call cancelled", cancelled, wrap(semaphore.ErrQueueFull), codes.Canceled, ""},
+		{"call deadline", expired, wrap(context.DeadlineExceeded), codes.DeadlineExceeded, ""},
+		{"too large", live, wrap(semaphore.ErrTooLarge), codes.ResourceExhausted, "-1"},
+		{"broken", live, wrap(semaphore.ErrBroken), codes.Unavailable, ""},
+		{"admission broken", live, wrap(admission.ErrBroken), codes.Unavailable, ""},
+		{"admission closed", live, wrap(admission.ErrClosed), codes.Unavailable, ""},
+		{"queue full", live, wrap(semaphore.ErrQueueFull), codes.Unavailable, jitter},
+		{"admission queue full", live, wrap(admission.ErrQueueFull), codes.Unavailable, jitter},
+		{"shed", live, wrap(admission.ErrShed), codes.Unavailable, jitter},
+		{"wait timeout", live, wrap(semaphore.ErrTimedOut), codes.Unavailable, jitter},
+		{"admission wait timeout", live, wrap(admission.ErrTimedOut), codes.Unavailable, jitter},
+		{"deadline of the timeout", live, wrap(context.DeadlineExceeded), codes.Unavailable, jitter},
+		{"a status", live, fmt.Errorf("wrapped: %w", status.Error(codes.PermissionDenied, "no")), codes.PermissionDenied, ""},
+		{"anything else", live, errors.New("surprise"), codes.Unknown, ""},
+	}
+	server := newConfig([]Option{WithOverloadCode(codes.Unavailable), WithTimeout(time.Second)}, false)
+	client := newConfig([]Option{WithOverloadCode(codes.Unavailable), WithTimeout(time.Second)}, true)
+	for _, r := range rows {
+		t.Run(r.name, func(t *testing.T) {
+			st, pushback := server.refusal(r.ctx, r.err)
+			assert.Equal(t, r.code, st.Code())
+			if r.pushback == jitter {
+				ms, err := strconv.Atoi(pushback)
+				require.NoError(t, err)
+				assert.True(t, ms >= 80 && ms < 120, "pushback %dms", ms)
+			} else {
+				assert.Equal(t, r.pushback, pushback)
+			}
+			assert.NotContains(t, st.Message(), `limiter "x"`, "the server keeps the limiter's error")
+
+			st, pushback = client.refusal(r.ctx, r.err)
+			assert.Equal(t, r.code, st.Code(), "the client uses the same codes")
+			if r.pushback == jitter {
+				assert.Empty(t, pushback, "the client sends nothing")
+			}
+			if r.code != codes.Canceled && r.code != codes.DeadlineExceeded && r.name != "a status" {
+				assert.Contains(t, st.Message(), r.err.Error(), "the client keeps the limiter's error")
+			}
+		})
+	}
+}
+
+func TestPushbackValue_IsJitteredAroundTheBaseInMilliseconds(t *testing.T) {
+	c := newConfig([]Option{WithPushback(time.Second)}, false)
+	seen := map[string]bool{}
+	for range 200 {
+		v := c.pushbackValue()
+		ms, err := strconv.Atoi(v)
+		require.NoError(t, err)
+		require.True(t, ms >= 800 && ms < 1200, "pushback %dms", ms)
+		seen[v] = true
+	}
+	assert.Greater(t, len(seen), 1, "jittered")
+	none := newConfig([]Option{WithPushback(0)}, false)
+	assert.Empty(t, none.pushbackValue(), "0 sends none")
+	tiny := newConfig([]Option{WithPushback(time.Microsecond)}, false)
+	assert.Equal(t, "0", tiny.pushbackValue(), "below a millisecond: retry at once")
+}
+
+func TestOutcome_FollowsTheCallsError(t *testing.T) {
+	rows := []struct {
+		err  error
+		want Outcome
+	}{
+		{nil, Success},
+		{status.Error(codes.NotFound, "app error"), Success},
+		{errors.New("plain"), Success},
+		{status.Error(codes.Canceled, ""), Ignore},
+		{context.Canceled, Ignore},
+		{fmt.Errorf("w: %w", context.DeadlineExceeded), Dropped},
+		{status.Error(codes.DeadlineExceeded, ""), Dropped},
+		{status.Error(codes.ResourceExhausted, ""), Dropped},
+		{status.Error(codes.Unavailable, ""), Dropped},
+	}
+	for _, r := range rows {
+		assert.Equal(t, r.want, outcome(r.err), "%v", r.err)
+	}
+}
