@@ -77,7 +77,7 @@ type cmodel struct {
 func runControllerProgram(t *testing.T, prog []byte) {
 	m := &cmodel{t: t, limits: limits(int64(prog[0]%4+1), int64(prog[1]%8+2)*10), cpuConc: 1}
 	m.avail = m.limits
-	m.c = admission.New("model", m.limits)
+	m.c = admission.New(m.limits, admission.WithName("model"))
 	r := fuzzprog.New(prog[2:])
 	for r.More() {
 		m.step(r)

@@ -275,7 +275,7 @@ func TestLimit_NegativeWeightPanics(t *testing.T) {
 
 func TestOptions_InvalidValuesPanic(t *testing.T) {
 	sem := semaphore.New(1)
-	ctrl := admission.New("test", admission.Resources{Count: 1})
+	ctrl := admission.New(admission.Resources{Count: 1}, admission.WithName("test"))
 	for name, f := range map[string]func(){
 		"WithTimeout(0)":        func() { httpsem.WithTimeout(0) },
 		"WithTimeout(-1)":       func() { httpsem.WithTimeout(-1) },
@@ -303,7 +303,7 @@ func TestTimeout_NeverRefusesARequestThatNeedsNoWait(t *testing.T) {
 		"Limit": httpsem.Limit(semaphore.New(1), httpsem.WithTimeout(time.Nanosecond)),
 		// Admit cannot try without waiting; a timeout well above the time to
 		// reach the controller is what it guarantees this for.
-		"Admit": httpsem.Admit(admission.New("api", admission.Resources{Count: 1}), httpsem.WithTimeout(time.Minute)),
+		"Admit": httpsem.Admit(admission.New(admission.Resources{Count: 1}, admission.WithName("api")), httpsem.WithTimeout(time.Minute)),
 	} {
 		for range 100 {
 			rec := httptest.NewRecorder()
