@@ -188,6 +188,10 @@
 //   - A zero Controller or Group (not made by New, Group.Add or NewGroup)
 //     panics at its first use with a message saying to use New or NewGroup: it
 //     has no limits to apply, and failing every call would hide the mistake.
+//   - The largest values mean "no limit" and work as such: limits of
+//     math.MaxInt64, WithMaxWaiters and WithCPUConcurrency of math.MaxInt, the
+//     largest finite multipliers and durations. Amounts are int64 and exact as
+//     long as what the permits hold in total fits in an int64.
 //   - OutcomeOf reads the outcome recorded when the error was made, not the
 //     sentinels the error matches: a context cancelled with a broken
 //     controller's error as its cause is "cancelled", not "broken".
