@@ -218,6 +218,9 @@
 //     context's errors) with errors.Is, and read
 //     `admission "<name>": <op> "<request>" (memory <n>): <reason>`, e.g.
 //     `admission "reads": admit "scan" (memory 128K): wait queue full (...)`.
+//     An unnamed controller is named by its address ("unnamed admission
+//     controller 0x…"), as the core names an unnamed semaphore, so that
+//     messages about two of them can be told apart.
 //   - The dump names CPU as a bottleneck only while some permit needs CPU without
 //     awaiting: permits that await I/O do not hold admission back.
 //   - A Controller uses one mutex, and every decision and the action it guards

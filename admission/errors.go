@@ -3,6 +3,7 @@ package admission
 import (
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/fairsem/semaphore"
 )
@@ -65,11 +66,20 @@ func (e *opError) Unwrap() error { return e.err }
 // name is fixed after New, so this reads no guarded state; the arguments must have
 // been read under c.mu.
 func (c *Controller) errorf(o outcome, op, format string, args ...any) error {
-	return &opError{outcome: o, err: fmt.Errorf("admission %q: %s: "+format, append([]any{c.name, op}, args...)...)}
+	return &opError{outcome: o, err: fmt.Errorf("%s: %s: "+format, append([]any{c.label(), op}, args...)...)}
+}
+
+// label names the controller in messages: `admission "reads"`, or by its address
+// when unnamed, so that messages about two unnamed controllers can be told apart.
+func (c *Controller) label() string {
+	if c.name != "" {
+		return "admission " + strconv.Quote(c.name)
+	}
+	return fmt.Sprintf("unnamed admission controller %p", c)
 }
 
 func (c *Controller) panicf(format string, args ...any) {
-	panic(fmt.Sprintf("admission %q: ", c.name) + fmt.Sprintf(format, args...))
+	panic(c.label() + ": " + fmt.Sprintf(format, args...))
 }
 
 // what describes a permit's request for messages: `admit "scan" (memory 128K)`.

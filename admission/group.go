@@ -78,7 +78,11 @@ func (g *Group) lock() {
 }
 
 func (g *Group) panicf(format string, args ...any) {
-	panic(fmt.Sprintf("admission %q: group: ", g.name) + fmt.Sprintf(format, args...))
+	label := fmt.Sprintf("unnamed admission group %p", g)
+	if g.name != "" {
+		label = fmt.Sprintf("admission %q: group", g.name)
+	}
+	panic(label + ": " + fmt.Sprintf(format, args...))
 }
 
 // Add creates a member controller named name with the given shares and options,

@@ -1,6 +1,7 @@
 package admission_test
 
 import (
+	"fmt"
 	"testing"
 	"testing/synctest"
 
@@ -18,7 +19,16 @@ func TestWithName_NamesAControllerAndAGroupAlike(t *testing.T) {
 	assert.Equal(t, "reads", c.Stats().Name)
 	assert.Equal(t, "reads", g.Stats().Name)
 	assert.Contains(t, g.Diagnostics(0), `Group "reads"`)
-	assert.Empty(t, admission.New(limits(1, 1)).Stats().Name, "unnamed without it")
+	unnamed := admission.New(limits(1, 1))
+	assert.Empty(t, unnamed.Stats().Name, "unnamed without it")
+	unnamed.Break(nil)
+	_, err := unnamed.Acquire(t.Context(), "scan", 1)
+	require.Error(t, err)
+	assert.Regexp(t, `^unnamed admission controller 0x[0-9a-f]+: admit "scan" \(memory 1B\): `, err.Error(),
+		"messages tell unnamed controllers apart by address")
+	ug := admission.NewGroup(limits(1, 1))
+	assert.PanicsWithValue(t, fmt.Sprintf("unnamed admission group %p: SetTotal(count=-1 memory=0B): negative total", ug),
+		func() { ug.SetTotal(limits(-1, 0)) })
 }
 
 func TestGroupAdd_TheMemberNameIsTheArgumentAndWithNamePanics(t *testing.T) {
