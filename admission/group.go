@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"errors"
 	"fmt"
 	"math/bits"
 	"slices"
@@ -169,7 +170,7 @@ func (g *Group) Remove(c *Controller) {
 	}
 	c.removed = true
 	c.shares = 0
-	c.breakLocked(fmt.Errorf("removed from group %q", g.name))
+	c.breakLocked(errors.New("removed from its group"))
 	c.checkDrainedLocked() // breakLocked does nothing if c was broken before: drop it if no permit is left
 	g.resplitLocked()
 }

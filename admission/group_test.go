@@ -462,6 +462,7 @@ func TestGroup_RemoveBreaksTheMemberAndKeepsWhatItHoldsUntilReleased(t *testing.
 		r, done := ready(bw)
 		require.True(t, done)
 		require.ErrorIs(t, r.err, semaphore.ErrBroken)
+		assert.Equal(t, `admission "b": admit "b2" (memory 10B): `+semaphore.ErrBroken.Error()+`: removed from its group`, r.err.Error())
 		_, err := b.Acquire(t.Context(), "b3", 1)
 		require.ErrorIs(t, err, semaphore.ErrBroken)
 
