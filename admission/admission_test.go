@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/fairsem/semaphore"
 	"github.com/fairsem/semaphore/admission"
 )
 
@@ -85,7 +86,7 @@ func TestResources_Arithmetic(t *testing.T) {
 }
 
 func TestAcquire_AdmitsAtOnceAndReleaseReturnsEverything(t *testing.T) {
-	c := admission.New("reads", limits(2, 100))
+	c := admission.New(limits(2, 100), admission.WithName("reads"))
 	p := mustAcquire(t, c, "scan", 40)
 	assert.Equal(t, admission.Active, p.State())
 	assert.Equal(t, "scan", p.Op())
@@ -102,7 +103,7 @@ func TestAcquire_AdmitsAtOnceAndReleaseReturnsEverything(t *testing.T) {
 
 func TestAcquire_FittingNewcomerWaitsBehindANonFittingWaiter(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := admission.New("reads", limits(3, 100))
+		c := admission.New(limits(3, 100), admission.WithName("reads"))
 		holder := mustAcquire(t, c, "big", 80)
 		large := start(context.Background(), c, "large", 50)
 		small := start(context.Background(), c, "small", 10)
@@ -122,7 +123,7 @@ func TestAcquire_FittingNewcomerWaitsBehindANonFittingWaiter(t *testing.T) {
 
 func TestAcquire_CPUBlockedAdmissionFollowsNeedCPUAndAwait(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := admission.New("reads", limits(10, 1000))
+		c := admission.New(limits(10, 1000), admission.WithName("reads"))
 		p := mustAcquire(t, c, "first", 10)
 		doneCPU := p.NeedCPU()
 		assert.Equal(t, admission.ActiveNeedCPU, p.State())
@@ -168,7 +169,7 @@ func TestAcquire_CPUBlockedAdmissionFollowsNeedCPUAndAwait(t *testing.T) {
 
 func TestAcquire_AlwaysAdmitsOneWhenNoCountIsInUse(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := admission.New("reads", limits(4, 100))
+		c := admission.New(limits(4, 100), admission.WithName("reads"))
 		tracker := c.Track("buffers")
 		require.NoError(t, tracker.Consume(limits(0, 150)))
 		assert.Equal(t, int64(-50), c.Stats().Limits.Memory-c.Stats().Used.Memory)
@@ -190,7 +191,7 @@ func TestAcquire_AlwaysAdmitsOneWhenNoCountIsInUse(t *testing.T) {
 
 func TestPark_EvictedExactlyWhenAQueuedRequestNeedsItsResources(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := admission.New("reads", limits(1, 100))
+		c := admission.New(limits(1, 100), admission.WithName("reads"))
 		idle := mustAcquire(t, c, "paged", 60)
 		value := &closer{}
 		var reason atomic.Value
@@ -215,7 +216,7 @@ func TestPark_EvictedExactlyWhenAQueuedRequestNeedsItsResources(t *testing.T) {
 
 func TestPark_NeverEvictedWhenEvictionCannotLetTheHeadIn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := admission.New("reads", limits(2, 100))
+		c := admission.New(limits(2, 100), admission.WithName("reads"))
 		busy := mustAcquire(t, c, "busy", 10)
 		idle := mustAcquire(t, c, "paged", 10)
 		pk := park(t, c, idle, &closer{})
@@ -235,7 +236,7 @@ func TestPark_NeverEvictedWhenEvictionCannotLetTheHeadIn(t *testing.T) {
 
 func TestPark_NeverEvictedWhenOnlyCPUHoldsTheQueue(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := admission.New("reads", limits(5, 100))
+		c := admission.New(limits(5, 100), admission.WithName("reads"))
 		busy := mustAcquire(t, c, "busy", 10)
 		idle := mustAcquire(t, c, "paged", 10)
 		done := busy.NeedCPU()
@@ -261,7 +262,7 @@ func TestPark_NeverEvictedWhenOnlyCPUHoldsTheQueue(t *testing.T) {
 
 func TestPark_RegisteringWhileSomeoneWaitsEvictsAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := admission.New("reads", limits(1, 100))
+		c := admission.New(limits(1, 100), admission.WithName("reads"))
 		p := mustAcquire(t, c, "paged", 10)
 		waiting := start(context.Background(), c, "waiting", 10)
 		pk := park(t, c, p, &closer{})
@@ -275,7 +276,7 @@ func TestPark_RegisteringWhileSomeoneWaitsEvictsAtOnce(t *testing.T) {
 }
 
 func TestReadmit_RestoresBaseResources(t *testing.T) {
-	c := admission.New("reads", limits(1, 100))
+	c := admission.New(limits(1, 100), admission.WithName("reads"))
 	p := mustAcquire(t, c, "paged", 40)
 	pk := park(t, c, p, &closer{})
 	require.True(t, c.EvictOne())
@@ -295,7 +296,7 @@ func TestReadmit_RestoresBaseResources(t *testing.T) {
 
 func TestPark_TTLEvictsAfterTheTime(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := admission.New("reads", limits(2, 100))
+		c := admission.New(limits(2, 100), admission.WithName("reads"))
 		p := mustAcquire(t, c, "paged", 10)
 		reasons := make(chan admission.EvictReason, 1)
 		pk := park(t, c, p, &closer{}, admission.WithTTL(time.Minute), admission.OnEvict(func(r admission.EvictReason) { reasons <- r }))
@@ -311,7 +312,7 @@ func TestPark_TTLEvictsAfterTheTime(t *testing.T) {
 }
 
 func TestEvictWhere_EvictsMatchingOperations(t *testing.T) {
-	c := admission.New("reads", limits(5, 100))
+	c := admission.New(limits(5, 100), admission.WithName("reads"))
 	var pks []*admission.Parked
 	var permits []*admission.Permit
 	for _, op := range []string{"a", "b", "a"} {
@@ -325,28 +326,30 @@ func TestEvictWhere_EvictsMatchingOperations(t *testing.T) {
 	assert.True(t, pks[2].Evicted())
 	assert.Equal(t, 1, c.Stats().Inactive)
 
+	c.Break(nil)
+	assert.True(t, pks[1].Evicted(), "Break evicted the last parked permit")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
 	defer cancel()
-	err := c.Close(ctx)
+	err := c.Drain(ctx)
 	require.ErrorIs(t, err, context.DeadlineExceeded, "evicted permits are still held until released")
-	assert.True(t, pks[1].Evicted(), "Close evicted the last parked permit")
+	require.ErrorIs(t, err, semaphore.ErrTimedOut)
 	for _, p := range permits {
 		p.Release()
 	}
-	require.NoError(t, c.Close(context.Background()))
+	require.NoError(t, c.Drain(context.Background()))
 }
 
 func TestAcquire_QueueLengthShedsTheExtraRequest(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var logs bytes.Buffer
-		c := admission.New("reads", limits(1, 100), admission.WithMaxQueueLength(2),
+		c := admission.New(limits(1, 100), admission.WithName("reads"), admission.WithMaxWaiters(2),
 			admission.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 		p := mustAcquire(t, c, "holder", 10)
 		first := start(context.Background(), c, "q1", 10)
 		second := start(context.Background(), c, "q2", 10)
 		_, err := c.Acquire(context.Background(), "q3", 10)
-		require.ErrorIs(t, err, admission.ErrQueueFull)
-		assert.Contains(t, err.Error(), `admission "reads": admit "q3" (memory 10B): wait queue full (2 queued;`)
+		require.ErrorIs(t, err, semaphore.ErrQueueFull)
+		assert.Contains(t, err.Error(), `admission "reads": admit "q3" (memory 10B): `+semaphore.ErrQueueFull.Error()+` (2 queued;`)
 		assert.Equal(t, uint64(1), c.Stats().Shed)
 		assert.Contains(t, logs.String(), "wait queue overload", "a dump was logged")
 
@@ -364,7 +367,7 @@ func TestAcquire_QueueLengthShedsTheExtraRequest(t *testing.T) {
 
 func TestAcquire_PreemptiveSheddingWithFactorOneShedsEveryQueuedRequest(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := admission.New("reads", limits(1, 100), admission.WithShedFactor(1.0))
+		c := admission.New(limits(1, 100), admission.WithName("reads"), admission.WithShedFactor(1.0))
 		p := mustAcquire(t, c, "holder", 10)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
@@ -397,7 +400,7 @@ func TestAcquire_PreemptiveSheddingWithFactorOneShedsEveryQueuedRequest(t *testi
 
 func TestRequestMemory_SerializeLimitBlessesOnePermitAndQueuesTheRest(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := admission.New("reads", limits(10, 100), admission.WithSerializeLimit(2))
+		c := admission.New(limits(10, 100), admission.WithName("reads"), admission.WithSerializeLimit(2))
 		a := mustAcquire(t, c, "a", 10)
 		b := mustAcquire(t, c, "b", 10)
 		require.NoError(t, a.RequestMemory(context.Background(), 100), "below the limit: granted (120 used)")
@@ -430,7 +433,7 @@ func TestRequestMemory_SerializeLimitBlessesOnePermitAndQueuesTheRest(t *testing
 
 func TestPark_MemoryRequestOfAParkedPermitFails(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := admission.New("reads", limits(10, 100), admission.WithSerializeLimit(1))
+		c := admission.New(limits(10, 100), admission.WithName("reads"), admission.WithSerializeLimit(1))
 		a := mustAcquire(t, c, "a", 10)
 		b := mustAcquire(t, c, "b", 10)
 		require.NoError(t, b.RequestMemory(context.Background(), 100)) // b blessed
@@ -442,12 +445,12 @@ func TestPark_MemoryRequestOfAParkedPermitFails(t *testing.T) {
 		park(t, c, b, &closer{}) // loses the blessing
 		a.Release()
 		b.Release()
-		require.NoError(t, c.Close(context.Background()))
+		require.NoError(t, c.Drain(context.Background()))
 	})
 }
 
 func TestConsume_KillLimitFailsOncePerPermit(t *testing.T) {
-	c := admission.New("reads", limits(10, 100), admission.WithKillLimit(2))
+	c := admission.New(limits(10, 100), admission.WithName("reads"), admission.WithKillLimit(2))
 	a := mustAcquire(t, c, "a", 50)
 	b := mustAcquire(t, c, "b", 50)
 	require.NoError(t, a.Consume(limits(0, 100)), "200 in use: at the limit, not past it")
@@ -468,7 +471,7 @@ func TestConsume_KillLimitFailsOncePerPermit(t *testing.T) {
 
 func TestSetLimits_RaisingAdmitsAWaiterQueuedAtNegativeAvailability(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := admission.New("reads", limits(2, 100))
+		c := admission.New(limits(2, 100), admission.WithName("reads"))
 		p := mustAcquire(t, c, "a", 50)
 		require.NoError(t, p.Consume(limits(0, 100)))
 		waiting := start(context.Background(), c, "b", 50)
@@ -488,7 +491,7 @@ func TestSetLimits_RaisingAdmitsAWaiterQueuedAtNegativeAvailability(t *testing.T
 func TestAcquire_ContextErrorsAndTheHeadLeaving(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var logs bytes.Buffer
-		c := admission.New("reads", limits(2, 100), admission.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+		c := admission.New(limits(2, 100), admission.WithName("reads"), admission.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 		p := mustAcquire(t, c, "holder", 80)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
@@ -499,8 +502,8 @@ func TestAcquire_ContextErrorsAndTheHeadLeaving(t *testing.T) {
 		r, ok := ready(head)
 		require.True(t, ok)
 		require.ErrorIs(t, r.err, context.DeadlineExceeded)
-		require.ErrorIs(t, r.err, admission.ErrTimedOut)
-		assert.Contains(t, r.err.Error(), `admit "head" (memory 50B): timed out after 1s, queued behind 0`)
+		require.ErrorIs(t, r.err, semaphore.ErrTimedOut)
+		assert.Contains(t, r.err.Error(), `admit "head" (memory 50B): `+semaphore.ErrTimedOut.Error()+` after 1s, queued behind 0`)
 		b, ok := ready(behind)
 		require.True(t, ok, "the head left: the one behind fits")
 		assert.Contains(t, logs.String(), "timed out")
@@ -516,7 +519,7 @@ func TestAcquire_ContextErrorsAndTheHeadLeaving(t *testing.T) {
 }
 
 func TestDo_ReleasesOnEveryPath(t *testing.T) {
-	c := admission.New("reads", limits(1, 100))
+	c := admission.New(limits(1, 100), admission.WithName("reads"))
 	boom := errors.New("boom")
 	err := c.Do(context.Background(), "op", 10, func(ctx context.Context, p *admission.Permit) error {
 		assert.Equal(t, limits(1, 10), p.Consumed())
@@ -532,7 +535,7 @@ func TestDo_ReleasesOnEveryPath(t *testing.T) {
 
 func TestBreak_FailsWaitersAndNewRequests(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := admission.New("reads", limits(1, 100))
+		c := admission.New(limits(1, 100), admission.WithName("reads"))
 		p := mustAcquire(t, c, "holder", 10)
 		waiting := start(context.Background(), c, "waiting", 10)
 		cause := errors.New("node shutting down")
@@ -540,7 +543,7 @@ func TestBreak_FailsWaitersAndNewRequests(t *testing.T) {
 		synctest.Wait()
 		r, ok := ready(waiting)
 		require.True(t, ok)
-		assert.ErrorIs(t, r.err, admission.ErrBroken)
+		assert.ErrorIs(t, r.err, semaphore.ErrBroken)
 		assert.ErrorIs(t, r.err, cause)
 		_, err := c.Acquire(context.Background(), "late", 1)
 		assert.ErrorIs(t, err, cause)
@@ -548,52 +551,96 @@ func TestBreak_FailsWaitersAndNewRequests(t *testing.T) {
 	})
 }
 
-func TestClose_WaitsForEveryPermit(t *testing.T) {
+func TestBreakThenDrain_WaitsForEveryPermit(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := admission.New("reads", limits(1, 100))
+		c := admission.New(limits(1, 100), admission.WithName("reads"))
 		p := mustAcquire(t, c, "holder", 10)
-		parkedValue := &closer{}
 		idle := c.Track("idle")
-		_ = idle
 		waiting := start(context.Background(), c, "waiting", 10)
-		closed := make(chan error, 1)
-		go func() { closed <- c.Close(context.Background()) }()
+		c.Break(nil)
+		drained := make(chan error, 1)
+		go func() { drained <- c.Drain(context.Background()) }()
 		synctest.Wait()
 		r, ok := ready(waiting)
 		require.True(t, ok)
-		assert.ErrorIs(t, r.err, admission.ErrClosed)
+		assert.ErrorIs(t, r.err, semaphore.ErrBroken)
 		select {
-		case <-closed:
-			t.Fatal("Close returned while permits are held")
+		case <-drained:
+			t.Fatal("Drain returned while permits are held")
 		default:
 		}
 		_, err := c.Acquire(context.Background(), "late", 1)
-		assert.ErrorIs(t, err, admission.ErrClosed)
+		assert.ErrorIs(t, err, semaphore.ErrBroken)
 		p.Release()
 		synctest.Wait()
 		select {
-		case <-closed:
-			t.Fatal("Close returned while the tracking permit is held")
+		case <-drained:
+			t.Fatal("Drain returned while the tracking permit is held")
 		default:
 		}
 		idle.Release()
-		require.NoError(t, <-closed)
-		assert.False(t, parkedValue.closed.Load())
+		require.NoError(t, <-drained)
 
-		c2 := admission.New("other", limits(1, 1))
+		c2 := admission.New(limits(1, 1), admission.WithName("other"))
 		held := mustAcquire(t, c2, "held", 1)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
-		err = c2.Close(ctx)
+		err = c2.Drain(ctx)
 		require.ErrorIs(t, err, context.DeadlineExceeded)
-		assert.Contains(t, err.Error(), "1 permits still held")
+		require.ErrorIs(t, err, semaphore.ErrTimedOut)
+		assert.Equal(t, `admission "other": drain: `+semaphore.ErrTimedOut.Error()+
+			` with 1 permits still held: context deadline exceeded`, err.Error())
+		assert.Equal(t, "timed_out", admission.OutcomeOf(err))
 		held.Release()
 	})
 }
 
+func TestDrain_DoesNotStopAdmission(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := admission.New(limits(1, 100), admission.WithName("reads"))
+		require.NoError(t, c.Drain(context.Background()), "nothing held: at once")
+		p := mustAcquire(t, c, "first", 10)
+		drained := make(chan error, 1)
+		go func() { drained <- c.Drain(context.Background()) }()
+		synctest.Wait()
+		waiting := start(context.Background(), c, "second", 10)
+		synctest.Wait()
+		p.Release()
+		synctest.Wait()
+		r, ok := ready(waiting)
+		require.True(t, ok, "admitted while Drain waits")
+		require.NoError(t, r.err)
+		select {
+		case <-drained:
+			t.Fatal("Drain returned while the second permit is held")
+		default:
+		}
+		r.p.Release()
+		require.NoError(t, <-drained)
+		_, err := c.Acquire(context.Background(), "after", 1)
+		require.NoError(t, err, "Drain left the controller admitting")
+	})
+}
+
+func TestDrain_CancelledSaysHowManyPermitsAreHeld(t *testing.T) {
+	c := admission.New(limits(2, 100), admission.WithName("reads"))
+	a, b := mustAcquire(t, c, "a", 1), mustAcquire(t, c, "b", 1)
+	cause := errors.New("gave up")
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(cause)
+	err := c.Drain(ctx)
+	require.ErrorIs(t, err, context.Canceled)
+	require.ErrorIs(t, err, cause)
+	assert.NotErrorIs(t, err, semaphore.ErrTimedOut)
+	assert.Equal(t, `admission "reads": drain: canceled with 2 permits still held: context canceled: gave up`, err.Error())
+	a.Release()
+	b.Release()
+	require.NoError(t, c.Drain(context.Background()))
+}
+
 func TestDiagnostics_NameTheBottleneckAndGroupPermits(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := admission.New("reads", limits(2, 64<<20))
+		c := admission.New(limits(2, 64<<20), admission.WithName("reads"))
 		a := mustAcquire(t, c, "scan", 40<<20)
 		b := mustAcquire(t, c, "get", 1<<20)
 		done := b.NeedCPU()
@@ -627,18 +674,18 @@ func TestDiagnostics_NameTheBottleneckAndGroupPermits(t *testing.T) {
 func TestDiagnostics_AutomaticDumpsAreRateLimited(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var logs bytes.Buffer
-		c := admission.New("reads", limits(1, 100), admission.WithMaxQueueLength(1),
+		c := admission.New(limits(1, 100), admission.WithName("reads"), admission.WithMaxWaiters(1),
 			admission.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))), admission.WithDumpInterval(time.Minute))
 		p := mustAcquire(t, c, "holder", 10)
 		q := start(context.Background(), c, "q", 10)
 		for range 5 {
 			_, err := c.Acquire(context.Background(), "shed", 10)
-			require.ErrorIs(t, err, admission.ErrQueueFull)
+			require.ErrorIs(t, err, semaphore.ErrQueueFull)
 		}
 		assert.Equal(t, 1, strings.Count(logs.String(), `msg="admission: wait queue overload"`), "one dump per interval")
 		time.Sleep(time.Minute)
 		_, err := c.Acquire(context.Background(), "shed", 10)
-		require.ErrorIs(t, err, admission.ErrQueueFull)
+		require.ErrorIs(t, err, semaphore.ErrQueueFull)
 		assert.Equal(t, 2, strings.Count(logs.String(), `msg="admission: wait queue overload"`))
 		assert.Contains(t, logs.String(), "Trigger permit: count=0, memory=0B, op=shed")
 		p.Release()
@@ -649,11 +696,11 @@ func TestDiagnostics_AutomaticDumpsAreRateLimited(t *testing.T) {
 
 func TestNew_PanicsOnInvalidOptions(t *testing.T) {
 	assert.PanicsWithValue(t, `admission "x": WithCPUConcurrency(0): must be at least 1`, func() {
-		admission.New("x", limits(1, 1), admission.WithCPUConcurrency(0))
+		admission.New(limits(1, 1), admission.WithName("x"), admission.WithCPUConcurrency(0))
 	})
-	assert.Panics(t, func() { admission.New("x", limits(-1, 1)) })
-	assert.Panics(t, func() { admission.New("x", limits(1, 1), admission.WithKillLimit(-1)) })
-	c := admission.New("x", limits(1, 1))
+	assert.Panics(t, func() { admission.New(limits(-1, 1), admission.WithName("x")) })
+	assert.Panics(t, func() { admission.New(limits(1, 1), admission.WithName("x"), admission.WithKillLimit(-1)) })
+	c := admission.New(limits(1, 1), admission.WithName("x"))
 	assert.Panics(t, func() { _, _ = c.Acquire(context.Background(), "op", -1) })
 	assert.Panics(t, func() { c.SetCPUConcurrency(0) })
 }

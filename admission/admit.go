@@ -4,6 +4,8 @@ import (
 	"context"
 	"math"
 	"time"
+
+	"github.com/fairsem/semaphore"
 )
 
 // Acquire admits a request for operation op with a base cost of one count and the
@@ -11,19 +13,21 @@ import (
 // package documentation for when it can). It returns the admitted Permit, which the
 // caller must Release.
 //
-// It fails at once with ErrQueueFull when the queue is at its bound, with ErrBroken
-// or ErrClosed after Break or Close, and with ctx's error if ctx is already done. A
-// queued request fails with ErrShed when preemptive shedding drops it, and with an
-// error matching ctx.Err() (and ErrTimedOut for a deadline) when ctx ends; its
-// leaving lets the requests behind it in if they now fit. A failed Acquire holds
-// nothing, also when its grant raced its context. Acquire panics if memory is
-// negative.
+// It fails at once with semaphore.ErrQueueFull when the queue is at its bound,
+// with semaphore.ErrBroken (and Break's cause) after Break, and with ctx's error if
+// ctx is already done. A queued request fails with ErrShed (which matches
+// semaphore.ErrQueueFull too) when preemptive shedding drops it, and with an
+// error matching ctx.Err() (and semaphore.ErrTimedOut for a deadline) when ctx
+// ends; its leaving lets the requests behind it in if they now fit. A failed
+// Acquire holds nothing, also when its grant raced its context. Acquire panics if
+// memory is negative.
 func (c *Controller) Acquire(ctx context.Context, op string, memory int64, opts ...PermitOption) (*Permit, error) {
+	c.made()
 	if memory < 0 {
 		c.panicf("Acquire(%q, %d): negative memory", op, memory)
 	}
 	p := &Permit{c: c, op: op, base: Resources{Count: 1, Memory: memory}}
-	c.mu.Lock()
+	c.lock()
 	if err := c.enter(ctx, p, admitting, opts); err != nil {
 		return nil, err
 	}
@@ -44,14 +48,14 @@ func (c *Controller) Do(ctx context.Context, op string, memory int64, fn func(co
 
 // Track returns a tracking-only permit for operation op: it skips admission and
 // holds no base resources, and only accounts the memory consumed through it. After
-// Close (or Group.Remove) the controller tracks nothing new: Track returns a permit
+// Break (or Group.Remove) the controller tracks nothing new: Track returns a permit
 // that is already released, on which Consume and RequestMemory fail with
 // ErrReleased and take nothing.
 func (c *Controller) Track(op string) *Permit {
 	p := &Permit{c: c, op: op, phase: Active}
-	c.mu.Lock()
-	if c.closed {
-		// Close may have returned (and a removed member left its group): a permit
+	c.lock()
+	if c.broken != nil {
+		// Drain may have returned (and a removed member left its group): a permit
 		// registered now would hold memory nobody waits for or accounts.
 		p.phase = Released
 		c.unlock()
@@ -72,16 +76,16 @@ func (c *Controller) Track(op string) *Permit {
 // nil), because other goroutines may already be using the active permit.
 func (p *Permit) Readmit(ctx context.Context, opts ...PermitOption) error {
 	c := p.c
-	c.mu.Lock()
+	c.lock()
 	switch p.phase {
 	case Evicted:
 		return c.enter(ctx, p, readmitting, opts)
 	case Released:
 		defer c.unlock()
-		return c.errorf(what("readmit", p, p.base.Memory), "%w", ErrReleased)
+		return c.errorf(released, what("readmit", p, p.base.Memory), "%w", ErrReleased)
 	case WaitingForAdmission:
 		defer c.unlock()
-		return c.errorf(what("readmit", p, p.base.Memory), "%w: already being readmitted by another call", ErrEvicted)
+		return c.errorf(evicted, what("readmit", p, p.base.Memory), "%w: already being readmitted by another call", ErrEvicted)
 	}
 	c.unlock()
 	return nil
@@ -127,7 +131,7 @@ func (c *Controller) enter(ctx context.Context, p *Permit, kind waitKind, opts [
 	}
 	if c.maxQueue > 0 && c.queue.Len() >= c.maxQueue {
 		c.stats.Shed++
-		err := c.errorf(w.what(), "%w (%d queued; %s)", ErrQueueFull, c.queue.Len(), c.usageLocked())
+		err := c.errorf(queueFull, w.what(), "%w (%d queued; %s)", semaphore.ErrQueueFull, c.queue.Len(), c.usageLocked())
 		c.dumpLocked("wait queue overload", p)
 		if kind == admitting {
 			p.setPhaseLocked(Aborted)
@@ -263,7 +267,7 @@ func (c *Controller) admitQueueLocked() (settled bool) {
 		switch {
 		case b == admissible && c.shouldShedLocked(w):
 			c.stats.Shed++
-			c.settleLocked(w, c.errorf(w.what(), "%w at the head of the queue: %v of its %v left",
+			c.settleLocked(w, c.errorf(shed, w.what(), "%w at the head of the queue: %v of its %v left",
 				ErrShed, time.Until(w.deadline).Round(time.Millisecond), w.deadline.Sub(w.arrived).Round(time.Millisecond)))
 			settled = true
 		case b == admissible:

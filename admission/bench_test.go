@@ -11,7 +11,7 @@ import (
 func BenchmarkAdmitRelease(b *testing.B) {
 	ctx := context.Background()
 	b.Run("uncontended", func(b *testing.B) {
-		c := admission.New("bench", limits(1<<20, 1<<40))
+		c := admission.New(limits(1<<20, 1<<40), admission.WithName("bench"))
 		b.ReportAllocs()
 		for b.Loop() {
 			p, _ := c.Acquire(ctx, "op", 1024)
@@ -19,7 +19,7 @@ func BenchmarkAdmitRelease(b *testing.B) {
 		}
 	})
 	b.Run("parallel", func(b *testing.B) {
-		c := admission.New("bench", limits(1<<20, 1<<40), admission.WithCPUConcurrency(1<<20))
+		c := admission.New(limits(1<<20, 1<<40), admission.WithName("bench"), admission.WithCPUConcurrency(1<<20))
 		b.ReportAllocs()
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
@@ -31,7 +31,7 @@ func BenchmarkAdmitRelease(b *testing.B) {
 		})
 	})
 	b.Run("parallel-queued", func(b *testing.B) {
-		c := admission.New("bench", limits(1, 1<<40))
+		c := admission.New(limits(1, 1<<40), admission.WithName("bench"))
 		b.ReportAllocs()
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {

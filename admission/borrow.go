@@ -70,7 +70,7 @@ func (g *Group) claimsLocked(m *Controller, w *waiter) bool {
 
 // beforeLocked reports whether a's request arrived at seqA ranks before b's
 // arrived at seqB: a borrows less per share, or as much and arrived first. Both
-// have shares: a removed member is closed, so it has no request to rank.
+// have shares: a removed member is broken, so it has no request to rank.
 func (g *Group) beforeLocked(a *Controller, seqA uint64, b *Controller, seqB uint64) bool {
 	// borrowed(a)/shares(a) against borrowed(b)/shares(b), cross-multiplied.
 	ra, rb := float64(a.borrowedLocked())*float64(b.shares), float64(b.borrowedLocked())*float64(a.shares)

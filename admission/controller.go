@@ -3,11 +3,14 @@ package admission
 import (
 	"container/list"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
 	"sync"
 	"time"
+
+	"github.com/fairsem/semaphore"
 )
 
 // A Controller admits requests under several limits at once: a number of
@@ -50,14 +53,14 @@ type Controller struct {
 	awaiting int                  // of those, permits holding Await too
 
 	broken  error         // non-nil after Break: what every refused call wraps
-	closed  bool          // Close was called
-	drained chan struct{} // closed once closed and no permit is left
+	drained chan struct{} // non-nil while a Drain waits; closed once no permit is left
 
 	stats Stats // counters; the gauges are filled in by Stats()
 
 	// Guarded by mu; used only in a group.
 	shares  int64 // its weight in the group's split; 0 once removed
-	removed bool  // Group.Remove was called: it leaves the group once drained
+	removed bool  // Group.Remove was called: it leaves the group once no permit is left
+	dropped bool  // removed and left the group
 }
 
 // lock is a controller's mutex with the work deferred until it is released. The
@@ -65,17 +68,20 @@ type Controller struct {
 // (borrowing from the shared pool) is made and acted on in one hold.
 type lock struct {
 	sync.Mutex
-	// after holds work that must not run under the lock (user callbacks, Close on
+	// after holds work that must not run under the lock (user callbacks, closing
 	// parked values, logging); unlock runs it.
 	after []func()
 }
 
-// New returns a controller with the given name (used in errors and dumps) and
-// limits. It panics if a limit is negative or an option has an invalid value.
-func New(name string, limits Resources, opts ...Option) *Controller {
+// New returns a controller with the given limits; name it with WithName (the
+// name is used in errors, dumps and metrics). It panics if a limit is negative or
+// an option has an invalid value.
+//
+// A Controller must be created with New (or Group.Add): a zero Controller panics
+// at its first use, with a message that says so.
+func New(limits Resources, opts ...Option) *Controller {
 	c := &Controller{
 		mu:             new(lock),
-		name:           name,
 		dumpEvery:      30 * time.Second,
 		limits:         limits,
 		avail:          limits,
@@ -86,7 +92,7 @@ func New(name string, limits Resources, opts ...Option) *Controller {
 		permits:        map[*Permit]struct{}{},
 	}
 	for _, o := range opts {
-		o(c)
+		o.applyController(c)
 	}
 	switch {
 	case limits.Count < 0 || limits.Memory < 0:
@@ -97,8 +103,22 @@ func New(name string, limits Resources, opts ...Option) *Controller {
 		c.panicf("multipliers and factors must be finite and not negative (serialize %g, kill %g, shed %g)",
 			c.serializeMult, c.killMult, c.shedFactor)
 	}
-	c.stats.Name = name
+	c.stats.Name = c.name
 	return c
+}
+
+// made panics for a zero Controller: it has no lock and no limits to apply.
+// Every exported method checks it first, most through lock.
+func (c *Controller) made() {
+	if c.mu == nil {
+		panic("admission: a zero Controller is not usable: create it with admission.New or Group.Add")
+	}
+}
+
+// lock takes the controller's lock (its group's, in a group).
+func (c *Controller) lock() {
+	c.made()
+	c.mu.Lock()
 }
 
 // finite reports whether f is a number, not negative and not infinite: NaN or an
@@ -119,14 +139,11 @@ func (l *lock) unlock() {
 	}
 }
 
-// refusalLocked is the error for any new request after Break or Close. It builds
-// a message only when it refuses.
+// refusalLocked is the error for any new request after Break. It builds a
+// message only when it refuses.
 func (c *Controller) refusalLocked(w *waiter) error {
-	switch {
-	case c.broken != nil:
-		return c.errorf(w.what(), "%w", c.broken)
-	case c.closed:
-		return c.errorf(w.what(), "%w", ErrClosed)
+	if c.broken != nil {
+		return c.errorf(broken, w.what(), "%w", c.broken)
 	}
 	return nil
 }
@@ -137,79 +154,99 @@ func (c *Controller) forgetLocked(p *Permit) {
 	c.checkDrainedLocked()
 }
 
-// checkDrainedLocked lets Close return once it was called and no permit is left.
+// checkDrainedLocked, once no permit is left, ends the waiting Drain calls and
+// lets a removed member leave its group.
 func (c *Controller) checkDrainedLocked() {
-	if c.closed && len(c.permits) == 0 {
-		if c.removed {
-			c.group.dropLocked(c)
-		}
-		select {
-		case <-c.drained:
-		default:
-			close(c.drained)
-		}
+	if len(c.permits) > 0 {
+		return
+	}
+	if c.drained != nil {
+		close(c.drained)
+		c.drained = nil
+	}
+	if c.removed && !c.dropped {
+		c.dropped = true
+		c.group.dropLocked(c)
 	}
 }
 
-// Break fails every queued request (admission, readmission and memory) with an
-// error matching ErrBroken and err, and every later Acquire, Readmit and waiting
-// RequestMemory the same way. Admitted permits keep working and are released as
-// usual. Only the first Break counts.
+// Break shuts admission down: every queued request (admission, readmission and
+// memory) fails with an error matching semaphore.ErrBroken and err, and so does
+// every later Acquire, Readmit and RequestMemory that would wait; parked permits
+// are evicted (their values closed, OnEvict called with EvictedOnBreak), and so
+// is a permit parked later, at once; Track returns permits that are already
+// released. Admitted permits keep working and are released as usual: Drain waits
+// for them. Only the first Break counts; later calls do nothing.
 func (c *Controller) Break(err error) {
-	c.mu.Lock()
+	c.lock()
 	defer c.unlock()
+	c.breakLocked(err)
+}
+
+func (c *Controller) breakLocked(err error) {
 	if c.broken != nil {
 		return
 	}
-	c.broken = ErrBroken
+	c.broken = semaphore.ErrBroken
 	if err != nil {
-		c.broken = fmt.Errorf("%w: %w", ErrBroken, err)
+		c.broken = fmt.Errorf("%w: %w", semaphore.ErrBroken, err)
 	}
-	c.failAllLocked(func(w *waiter) error { return c.errorf(w.what(), "%w", c.broken) })
-	c.maybeAdmitLocked() // in a group, a failed head may have held the pool against others
-}
-
-func (c *Controller) failAllLocked(reason func(*waiter) error) {
 	for _, q := range []*list.List{c.queue, c.memQueue} {
 		for q.Len() > 0 {
 			w := q.Front().Value.(*waiter)
-			c.settleLocked(w, reason(w))
+			c.settleLocked(w, c.errorf(broken, w.what(), "%w", c.broken))
 		}
 	}
-}
-
-// closeLocked refuses new requests, fails queued ones and evicts parked permits,
-// once.
-func (c *Controller) closeLocked() {
-	if c.closed {
-		return
-	}
-	c.closed = true
-	c.drained = make(chan struct{})
-	c.failAllLocked(func(w *waiter) error { return c.errorf(w.what(), "%w while waiting", ErrClosed) })
 	for c.inactive.Len() > 0 {
-		c.evictLocked(c.inactive.Front().Value.(*Parked), EvictedOnClose)
+		c.evictLocked(c.inactive.Front().Value.(*Parked), EvictedOnBreak)
 	}
 	c.checkDrainedLocked()
-	c.maybeAdmitLocked() // in a group, what the evictions gave back to the pool
+	// In a group, a failed head may have held the pool against others, and the
+	// evictions gave memory back to it.
+	c.maybeAdmitLocked()
 }
 
-// Close shuts the controller down: new requests fail with ErrClosed, queued ones
-// fail the same way, parked permits are evicted (their values closed), and Close
-// then waits until every permit has been released or ctx ends, whichever is first.
-// It returns nil once everything is released, or an error matching ctx.Err() that
-// says how many permits are still held.
-func (c *Controller) Close(ctx context.Context) error {
-	c.mu.Lock()
-	c.closeLocked()
+// Drain waits until every permit is released (no permit admitted, waiting or
+// tracked is left), and returns nil then, at once if none is left. If ctx ends
+// first it returns an error that matches ctx.Err() and context.Cause(ctx) (and
+// semaphore.ErrTimedOut for a deadline) and says how many permits are still held;
+// the permits keep what they hold.
+//
+// Drain does not stop admission: on a working controller new requests may keep it
+// from returning. The shutdown sequence is Break, then Drain: from then on permits
+// are only released, so when Drain returns nil nothing is held and nothing ever
+// will be again.
+func (c *Controller) Drain(ctx context.Context) error {
+	c.lock()
+	if len(c.permits) == 0 {
+		c.unlock()
+		return nil
+	}
+	if c.drained == nil {
+		c.drained = make(chan struct{})
+	}
 	drained := c.drained
 	c.unlock()
 	select {
 	case <-drained:
 		return nil
 	case <-ctx.Done():
-		c.mu.Lock()
-		defer c.unlock()
-		return fmt.Errorf("admission %q: close: %d permits still held: %w", c.name, len(c.permits), ctx.Err())
 	}
+	c.lock()
+	defer c.unlock()
+	select {
+	case <-drained:
+		return nil // drained meanwhile
+	default:
+	}
+	err, cause := ctx.Err(), context.Cause(ctx)
+	outcome, format, args := cancelled, "canceled with %d permits still held: %w", []any{len(c.permits), err}
+	if errors.Is(err, context.DeadlineExceeded) {
+		outcome, format = timedOut, "%w with %d permits still held: %w"
+		args = []any{semaphore.ErrTimedOut, len(c.permits), err}
+	}
+	if cause != nil && cause != err {
+		format, args = format+": %w", append(args, cause)
+	}
+	return c.errorf(outcome, "drain", format, args...)
 }

@@ -62,7 +62,7 @@ func (p *Permit) Await() (done func()) {
 
 func (p *Permit) mark(dNeed, dAwait int) func() {
 	c := p.c
-	c.mu.Lock()
+	c.lock()
 	defer c.unlock()
 	if p.phase == Released {
 		return func() {}
@@ -72,7 +72,7 @@ func (p *Permit) mark(dNeed, dAwait int) func() {
 	var once sync.Once
 	return func() {
 		once.Do(func() {
-			c.mu.Lock()
+			c.lock()
 			defer c.unlock()
 			if p.phase == Released {
 				return // Release dropped every mark

@@ -14,7 +14,7 @@ import (
 
 func TestCPUMarks_ParkedPermitsMarksDoNotCount(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := admission.New("reads", limits(10, 1000), admission.WithCPUConcurrency(1))
+		c := admission.New(limits(10, 1000), admission.WithName("reads"), admission.WithCPUConcurrency(1))
 		p := mustAcquire(t, c, "paged", 10)
 		done := p.NeedCPU() // the documented pattern: a mark held for the whole of Do
 		pk := park(t, c, p, &closer{})
@@ -44,7 +44,7 @@ func TestCPUMarks_ParkedPermitsMarksDoNotCount(t *testing.T) {
 
 func TestCPUMarks_ParkingAMarkedPermitLetsCPUBlockedWaitersIn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := admission.New("reads", limits(10, 1000))
+		c := admission.New(limits(10, 1000), admission.WithName("reads"))
 		p := mustAcquire(t, c, "paged", 10)
 		done := p.NeedCPU()
 		q := start(context.Background(), c, "waiting", 10)
@@ -62,7 +62,7 @@ func TestCPUMarks_ParkingAMarkedPermitLetsCPUBlockedWaitersIn(t *testing.T) {
 
 func TestCPUMarks_EvictedPermitWithAMarkIsReadmittedAndCountsAgain(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := admission.New("reads", limits(1, 1000), admission.WithCPUConcurrency(1))
+		c := admission.New(limits(1, 1000), admission.WithName("reads"), admission.WithCPUConcurrency(1))
 		p := mustAcquire(t, c, "paged", 10)
 		done := p.NeedCPU()
 		pk := park(t, c, p, &closer{})
@@ -87,7 +87,7 @@ func TestCPUMarks_EvictedPermitWithAMarkIsReadmittedAndCountsAgain(t *testing.T)
 }
 
 func TestCPUMarks_AwaitTakenWhileParkedCountsFromResume(t *testing.T) {
-	c := admission.New("reads", limits(10, 1000))
+	c := admission.New(limits(10, 1000), admission.WithName("reads"))
 	p := mustAcquire(t, c, "paged", 10)
 	pk := park(t, c, p, &closer{})
 	done := p.NeedCPU()

@@ -15,7 +15,7 @@ import (
 // summed in an "omitted" row), a total row, and the counters. maxLines <= 0 means
 // no limit.
 func (c *Controller) Diagnostics(maxLines int) string {
-	c.mu.Lock()
+	c.lock()
 	defer c.unlock()
 	return c.dumpTextLocked("", nil, maxLines)
 }

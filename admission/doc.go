@@ -6,8 +6,8 @@
 // design of ScyllaDB's reader concurrency semaphore, with Go contexts for deadlines
 // and cancellation.
 //
-//	ctrl := admission.New("reads", admission.Resources{Count: 100, Memory: 64 << 20},
-//		admission.WithMaxQueueLength(1000), admission.WithShedFactor(0.3))
+//	ctrl := admission.New(admission.Resources{Count: 100, Memory: 64 << 20},
+//		admission.WithName("reads"), admission.WithMaxWaiters(1000), admission.WithShedFactor(0.3))
 //
 //	err := ctrl.Do(ctx, "scan", estimate, func(ctx context.Context, p *admission.Permit) error {
 //		done := p.NeedCPU() // this request competes for CPU from here
@@ -33,12 +33,28 @@
 // When the head is held back by count or memory (never when only CPU holds it),
 // and evicting parked permits could let it in, they are evicted, oldest first,
 // until it fits; in a group (see "Workload groups") that includes other members'
-// parked permits that hold borrowed memory. A full queue (WithMaxQueueLength) refuses a request at once with
-// ErrQueueFull; with
+// parked permits that hold borrowed memory. A full queue (WithMaxWaiters) refuses
+// a request at once with an error matching semaphore.ErrQueueFull; with
 // WithShedFactor, a queued request that would be admitted with too little of its
 // time budget left fails with ErrShed instead. Both count as shed. A request whose
 // context ends leaves the queue at once, and the requests behind it are admitted if
 // they now fit.
+//
+// # Errors
+//
+// The meanings admission shares with the rest of the module are the core's
+// sentinels: a full queue matches semaphore.ErrQueueFull, a context deadline that
+// passed while waiting semaphore.ErrTimedOut, and every refusal after Break
+// semaphore.ErrBroken and Break's cause. ErrShed, ErrMemoryLimit, ErrEvicted and
+// ErrReleased are admission's own. OutcomeOf names how a call ended, for metrics.
+//
+// # Shutdown
+//
+// Break, then Drain, as for the core semaphore. Break stops admission: queued
+// requests fail, later ones fail at once, parked permits are evicted (and a
+// permit parked later is evicted at once), and Track returns released permits.
+// Drain waits until every permit is released; it does not stop admission by
+// itself.
 //
 // # After admission
 //
@@ -79,10 +95,10 @@
 // A Group runs one controller per workload over one memory budget, as ScyllaDB
 // runs one semaphore per workload-prioritization group:
 //
-//	g := admission.NewGroup("reads", admission.Resources{Count: 100, Memory: 64 << 20},
+//	g := admission.NewGroup(admission.Resources{Count: 100, Memory: 64 << 20}, admission.WithName("reads"),
 //		admission.WithSharedPool(0.25))
 //	interactive := g.Add("interactive", 3) // a full *Controller
-//	batch := g.Add("batch", 1, admission.WithMaxQueueLength(50))
+//	batch := g.Add("batch", 1, admission.WithMaxWaiters(50))
 //
 // The rules:
 //
@@ -134,7 +150,7 @@
 //     nothing back. A member left over its new share holds the excess as
 //     borrowed: it admits nothing more until it is back under its share or the
 //     pool can lend. Until then the group as a whole may hold more than its total.
-//     Remove closes the member (as Close, without waiting); its permits keep what
+//     Remove breaks the member (as Break does); its permits keep what
 //     they hold, all of it borrowed, and it leaves the group once they are
 //     released. SetLimits panics on a member.
 //   - Observation. Stats.Borrowed is a member's borrowing; Group.Stats gives
@@ -156,8 +172,29 @@
 //   - Eviction releases a parked permit's base resources; memory it consumed stays
 //     accounted to it until returned or released.
 //   - Releasing a parked permit unregisters it and closes its value.
-//   - Track after Close (or Group.Remove) returns a permit that is already
-//     released, so that nothing is held once Close has returned.
+//   - Track after Break (or Group.Remove) returns a permit that is already
+//     released, so that nothing is held once Drain has returned.
+//   - ErrShed also matches semaphore.ErrQueueFull: a full queue and preemptive
+//     shedding are both load-shedding refusals, so one check catches every shed
+//     request, and errors.Is(err, ErrShed) tells the shed-factor kind apart.
+//     ErrMemoryLimit, ErrEvicted and ErrReleased match no shared sentinel: the
+//     kill limit is not a capacity the request exceeds, and the other two are
+//     about the permit, not the controller's load.
+//   - Names and options are shared across the module: WithName (one option
+//     accepted by both New and NewGroup; it is a NameOption, which is both an
+//     Option and a GroupOption), WithMaxWaiters, and Break then Drain for
+//     shutdown. Group.Add keeps the member's name as an argument, because it is
+//     the member's identity in the group; Add panics if given WithName.
+//   - A zero Controller or Group (not made by New, Group.Add or NewGroup)
+//     panics at its first use with a message saying to use New or NewGroup: it
+//     has no limits to apply, and failing every call would hide the mistake.
+//   - The largest values mean "no limit" and work as such: limits of
+//     math.MaxInt64, WithMaxWaiters and WithCPUConcurrency of math.MaxInt, the
+//     largest finite multipliers and durations. Amounts are int64 and exact as
+//     long as what the permits hold in total fits in an int64.
+//   - OutcomeOf reads the outcome recorded when the error was made, not the
+//     sentinels the error matches: a context cancelled with a broken
+//     controller's error as its cause is "cancelled", not "broken".
 //   - A permit may have several RequestMemory calls waiting at once (several
 //     goroutines may serve one request); they are granted in FIFO order with
 //     everyone else's, the permit is WaitingForMemory while any is pending, and
@@ -178,8 +215,12 @@
 //     ErrReleased) rather than panicking: with permits shared between goroutines it
 //     is a runtime condition. Park on another controller's permit panics.
 //   - Errors are built with fmt.Errorf and %w: they match their sentinels (and the
-//     context's errors) with errors.Is, and read "admission <name>: <op> <request>:
-//     <reason>".
+//     context's errors) with errors.Is, and read
+//     `admission "<name>": <op> "<request>" (memory <n>): <reason>`, e.g.
+//     `admission "reads": admit "scan" (memory 128K): wait queue full (...)`.
+//     An unnamed controller is named by its address ("unnamed admission
+//     controller 0x…"), as the core names an unnamed semaphore, so that
+//     messages about two of them can be told apart.
 //   - The dump names CPU as a bottleneck only while some permit needs CPU without
 //     awaiting: permits that await I/O do not hold admission back.
 //   - A Controller uses one mutex, and every decision and the action it guards

@@ -3,26 +3,32 @@ package admission
 import (
 	"errors"
 	"fmt"
+	"strconv"
+
+	"github.com/fairsem/semaphore"
 )
 
-// The sentinel errors. Every error the package returns wraps, with fmt.Errorf's %w,
-// the sentinels that describe it (and the context's errors, when a context ended),
-// so callers test it with errors.Is; its text names the controller, the operation
-// and the reason, so that it stands alone in a log line:
+// The sentinel errors. The meanings admission shares with the rest of the module
+// have one sentinel each, in the semaphore package: an error of this package
+// matches semaphore.ErrQueueFull when the admission queue was full,
+// semaphore.ErrTimedOut when the context's deadline passed while waiting, and
+// semaphore.ErrBroken (and Break's cause) after Break. The sentinels below are
+// admission's own. Every error the package returns wraps, with fmt.Errorf's %w,
+// the sentinels that describe it (and the context's errors, when a context
+// ended), so callers test it with errors.Is; its text names the controller, the
+// operation and the reason, so that it stands alone in a log line:
 //
 //	admission "reads": admit "scan" (memory 128K): timed out after 1.5s, queued behind 3 (count 8/8, memory 6M/64M in use; bottleneck: concurrency): context deadline exceeded
 //
 // The sentinels' own texts are the reasons, without a prefix: the wrapping message
 // supplies the controller.
 var (
-	// ErrQueueFull: the admission queue was at WithMaxQueueLength; the request
-	// was shed at once.
-	ErrQueueFull = errors.New("wait queue full")
 	// ErrShed: the request reached the head of the queue with too little of its
-	// time budget left to be worth starting (WithShedFactor).
-	ErrShed = errors.New("shed")
-	// ErrTimedOut: the context's deadline passed while waiting.
-	ErrTimedOut = errors.New("timed out")
+	// time budget left to be worth starting (WithShedFactor). It also matches
+	// semaphore.ErrQueueFull: both are load-shedding refusals, so one check
+	// catches every shed request, and errors.Is(err, ErrShed) tells this kind
+	// apart.
+	ErrShed error = &sentinel{text: "shed", also: semaphore.ErrQueueFull}
 	// ErrMemoryLimit: consuming more would pass the kill limit (WithKillLimit).
 	ErrMemoryLimit = errors.New("memory kill limit reached")
 	// ErrEvicted: the permit is not active: it is parked, evicted, or being
@@ -33,21 +39,47 @@ var (
 	// Consume, RequestMemory, Park and Readmit fails with it and takes nothing, and a
 	// memory request or readmission pending at the time fails with it.
 	ErrReleased = errors.New("permit released")
-	// ErrBroken: Break was called. The error also matches Break's cause.
-	ErrBroken = errors.New("broken")
-	// ErrClosed: Close was called.
-	ErrClosed = errors.New("closed")
 )
 
-// errorf builds an error about operation op (see what) of this controller. format
-// should wrap the sentinels with %w. The controller's name is fixed after New, so
-// this reads no guarded state; the arguments must have been read under c.mu.
-func (c *Controller) errorf(op, format string, args ...any) error {
-	return fmt.Errorf("admission %q: %s: "+format, append([]any{c.name, op}, args...)...)
+// sentinel is a sentinel error that also matches a more general one.
+type sentinel struct {
+	text string
+	also error
+}
+
+func (e *sentinel) Error() string { return e.text }
+func (e *sentinel) Unwrap() error { return e.also }
+
+// opError is the one error type of the package: a message built by fmt.Errorf,
+// which wraps the sentinels, and the outcome of the call that failed, decided
+// where it failed, for OutcomeOf.
+type opError struct {
+	outcome outcome
+	err     error
+}
+
+func (e *opError) Error() string { return e.err.Error() }
+func (e *opError) Unwrap() error { return e.err }
+
+// errorf builds an error about operation op (see what) of this controller, which
+// ended with outcome. format should wrap the sentinels with %w. The controller's
+// name is fixed after New, so this reads no guarded state; the arguments must have
+// been read under c.mu.
+func (c *Controller) errorf(o outcome, op, format string, args ...any) error {
+	return &opError{outcome: o, err: fmt.Errorf("%s: %s: "+format, append([]any{c.label(), op}, args...)...)}
+}
+
+// label names the controller in messages: `admission "reads"`, or by its address
+// when unnamed, so that messages about two unnamed controllers can be told apart.
+func (c *Controller) label() string {
+	if c.name != "" {
+		return "admission " + strconv.Quote(c.name)
+	}
+	return fmt.Sprintf("unnamed admission controller %p", c)
 }
 
 func (c *Controller) panicf(format string, args ...any) {
-	panic(fmt.Sprintf("admission %q: ", c.name) + fmt.Sprintf(format, args...))
+	panic(c.label() + ": " + fmt.Sprintf(format, args...))
 }
 
 // what describes a permit's request for messages: `admit "scan" (memory 128K)`.

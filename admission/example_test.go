@@ -11,7 +11,7 @@ import (
 // Do admits a request, runs it holding its permit, and releases the permit on
 // every path.
 func ExampleController_Do() {
-	ctrl := admission.New("reads", admission.Resources{Count: 2, Memory: 1 << 20})
+	ctrl := admission.New(admission.Resources{Count: 2, Memory: 1 << 20}, admission.WithName("reads"))
 	err := ctrl.Do(context.Background(), "get", 64<<10, func(ctx context.Context, p *admission.Permit) error {
 		done := p.NeedCPU() // others wait for admission while this one uses the CPU
 		defer done()
@@ -32,7 +32,7 @@ func (c *cursor) Close() error { fmt.Println("closed", c.name); return nil }
 // queued request needs the resources, the parked permit is evicted (its value
 // closed) and must be readmitted before it is used again.
 func ExampleController_Park() {
-	ctrl := admission.New("reads", admission.Resources{Count: 1, Memory: 1 << 20})
+	ctrl := admission.New(admission.Resources{Count: 1, Memory: 1 << 20}, admission.WithName("reads"))
 	ctx := context.Background()
 
 	p, _ := ctrl.Acquire(ctx, "paged-scan", 128<<10)
@@ -60,7 +60,7 @@ func ExampleController_Park() {
 
 // Diagnostics explains what holds requests back.
 func ExampleController_Diagnostics() {
-	ctrl := admission.New("reads", admission.Resources{Count: 1, Memory: 1 << 20})
+	ctrl := admission.New(admission.Resources{Count: 1, Memory: 1 << 20}, admission.WithName("reads"))
 	p, _ := ctrl.Acquire(context.Background(), "scan", 512<<10)
 	done := p.NeedCPU()
 	dump := ctrl.Diagnostics(10)
@@ -77,7 +77,7 @@ func ExampleController_Diagnostics() {
 
 func ExampleGroup() {
 	ctx := context.Background()
-	g := admission.NewGroup("server", admission.Resources{Count: 10, Memory: 100},
+	g := admission.NewGroup(admission.Resources{Count: 10, Memory: 100}, admission.WithName("server"),
 		admission.WithSharedPool(0.2)) // a pool of 20; 80 split 3:1
 	steady := g.Add("steady", 3)
 	bursty := g.Add("bursty", 1)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/fairsem/semaphore"
 	"github.com/fairsem/semaphore/admission"
 	"github.com/fairsem/semaphore/internal/fuzzprog"
 )
@@ -77,24 +78,32 @@ type cmodel struct {
 func runControllerProgram(t *testing.T, prog []byte) {
 	m := &cmodel{t: t, limits: limits(int64(prog[0]%4+1), int64(prog[1]%8+2)*10), cpuConc: 1}
 	m.avail = m.limits
-	m.c = admission.New("model", m.limits)
+	m.c = admission.New(m.limits, admission.WithName("model"))
 	r := fuzzprog.New(prog[2:])
 	for r.More() {
 		m.step(r)
 		synctest.Wait()
 		m.check()
 	}
-	// Drain: cancel waiters, release everything.
+	// Shut down: Break fails every waiter and evicts every parked permit; Drain
+	// returns once the permits still held are released, and not before.
+	m.breakAll()
+	synctest.Wait()
+	m.check()
+	drained := make(chan error, 1)
+	go func() { drained <- m.c.Drain(context.Background()) }()
 	for len(m.permits) > 0 {
-		p := m.permits[0]
-		if p.state == admission.WaitingForAdmission {
-			m.cancelWait(p)
-		} else {
-			m.release(p)
+		synctest.Wait()
+		if len(drained) > 0 {
+			m.fatalf("Drain returned with %d permits held", len(m.permits))
 		}
+		m.release(m.permits[0])
 		synctest.Wait()
 		m.check()
 	}
+	require.NoError(t, <-drained)
+	_, err := m.c.Acquire(context.Background(), "after", 0)
+	require.ErrorIs(t, err, semaphore.ErrBroken, "Break is terminal")
 	for _, p := range m.released {
 		for _, done := range append(p.cpu, p.awaits...) {
 			done()
@@ -388,6 +397,26 @@ func (m *cmodel) cancelWait(p *mPermit) {
 		p.state = admission.Evicted
 	}
 	m.admit()
+}
+
+// breakAll is Break: queued requests fail (a new permit is aborted, a
+// readmission leaves its permit evicted) and parked permits are evicted.
+func (m *cmodel) breakAll() {
+	m.logf("Break")
+	m.c.Break(nil)
+	for _, p := range m.queue {
+		if p.real == nil {
+			p.state = admission.Aborted
+			m.forget(p)
+			m.aborted = append(m.aborted, p)
+		} else {
+			p.state = admission.Evicted
+		}
+	}
+	m.queue = nil
+	for len(m.inactive) > 0 {
+		m.evictOldest()
+	}
 }
 
 func (m *cmodel) release(p *mPermit) {

@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"errors"
 	"fmt"
 	"math/bits"
 	"slices"
@@ -34,24 +35,24 @@ type Group struct {
 // the group's sum of shares cannot overflow.
 const MaxShares = 1 << 32
 
-// A GroupOption configures a Group at construction.
-type GroupOption func(*Group)
-
 // WithSharedPool keeps fraction (from 0 to 1) of the group's memory out of the
 // members' shares, as a pool that any member may borrow from once its own share
 // is used up. The default is 0: no pool, each member is bounded by its share.
 func WithSharedPool(fraction float64) GroupOption {
-	return func(g *Group) { g.poolFrac = fraction }
+	return groupOption(func(g *Group) { g.poolFrac = fraction })
 }
 
-// NewGroup returns a group with the given name (used in dumps) and no members.
-// total.Memory is split between the members by shares, after setting aside the
-// shared pool; total.Count is the count limit of each member. It panics on a
-// negative total or a pool fraction outside [0, 1].
-func NewGroup(name string, total Resources, opts ...GroupOption) *Group {
-	g := &Group{mu: new(lock), name: name, total: total}
+// NewGroup returns a group with no members; name it with WithName (the name is
+// used in dumps and messages). total.Memory is split between the members by
+// shares, after setting aside the shared pool; total.Count is the count limit of
+// each member. It panics on a negative total or a pool fraction outside [0, 1].
+//
+// A Group must be created with NewGroup: a zero Group panics at its first use,
+// with a message that says so.
+func NewGroup(total Resources, opts ...GroupOption) *Group {
+	g := &Group{mu: new(lock), total: total}
 	for _, o := range opts {
-		o(g)
+		o.applyGroup(g)
 	}
 	switch {
 	case total.Count < 0 || total.Memory < 0:
@@ -63,23 +64,50 @@ func NewGroup(name string, total Resources, opts ...GroupOption) *Group {
 	return g
 }
 
+// made panics for a zero Group: it has no lock, no total and no members to
+// apply. Every exported method checks it first.
+func (g *Group) made() {
+	if g.mu == nil {
+		panic("admission: a zero Group is not usable: create it with admission.NewGroup")
+	}
+}
+
+// lock takes the group's lock, shared by every member.
+func (g *Group) lock() {
+	g.made()
+	g.mu.Lock()
+}
+
 func (g *Group) panicf(format string, args ...any) {
-	panic(fmt.Sprintf("admission %q: group: ", g.name) + fmt.Sprintf(format, args...))
+	label := fmt.Sprintf("unnamed admission group %p", g)
+	if g.name != "" {
+		label = fmt.Sprintf("admission %q: group", g.name)
+	}
+	panic(label + ": " + fmt.Sprintf(format, args...))
 }
 
 // Add creates a member controller named name with the given shares and options,
 // and re-splits the memory: every member's memory limit becomes its share. The
 // members keep whatever their permits hold; a member left over its new share
-// admits nothing more until it is back under it (or can borrow). Add panics if
-// shares is outside [1, MaxShares] or an option is invalid.
+// admits nothing more until it is back under it (or can borrow). The name is an
+// argument, not a WithName option, because it is the member's identity in the
+// group (in Stats, dumps and metrics). Add panics if shares is outside
+// [1, MaxShares], if an option is invalid, or if WithName is among the options.
 func (g *Group) Add(name string, shares int64, opts ...Option) *Controller {
+	g.made()
 	if shares < 1 || shares > MaxShares {
 		g.panicf("Add(%q, %d): shares must be between 1 and MaxShares", name, shares)
 	}
-	c := New(name, Resources{}, opts...)
+	for _, o := range opts {
+		if n, ok := o.(NameOption); ok {
+			g.panicf("Add(%q, %d, WithName(%q)): the member's name is Add's argument", name, shares, string(n))
+		}
+	}
+	c := New(Resources{}, opts...)
+	c.name, c.stats.Name = name, name
 	c.mu = g.mu // before anyone else can see c
 	c.group = g
-	g.mu.Lock()
+	g.lock()
 	defer g.unlock()
 	c.shares = shares
 	g.members = append(g.members, c)
@@ -93,13 +121,14 @@ func (g *Group) Add(name string, shares int64, opts ...Option) *Controller {
 // waiters that now fit. It panics if c is not a member of g, was removed, or
 // shares is outside [1, MaxShares].
 func (g *Group) SetShares(c *Controller, shares int64) {
+	g.made()
 	if c.group != g {
 		g.panicf("SetShares(%q, %d): not a member", c.name, shares)
 	}
 	if shares < 1 || shares > MaxShares {
 		g.panicf("SetShares(%q, %d): shares must be between 1 and MaxShares", c.name, shares)
 	}
-	g.mu.Lock()
+	g.lock()
 	if c.removed {
 		g.unlock()
 		g.panicf("SetShares(%q, %d): the member was removed", c.name, shares)
@@ -112,35 +141,37 @@ func (g *Group) SetShares(c *Controller, shares int64) {
 // SetTotal changes the group's total, re-splitting it live as SetShares does. It
 // panics on a negative total.
 func (g *Group) SetTotal(total Resources) {
+	g.made()
 	if total.Count < 0 || total.Memory < 0 {
 		g.panicf("SetTotal(%v): negative total", total)
 	}
-	g.mu.Lock()
+	g.lock()
 	defer g.unlock()
 	g.total = total
 	g.resplitLocked()
 }
 
-// Remove takes a member out of the split, and closes it as Controller.Close does
-// without waiting: new and queued requests fail with ErrClosed and parked permits
-// are evicted. Its admitted permits keep what they hold, counted as borrowed from
-// the pool (its share is now zero), until they are released; then it leaves the
-// group. The others' shares grow at once. Call c.Close to wait for its permits.
-// Remove does nothing for a member already removed, and panics if c is not a
-// member of g.
+// Remove takes a member out of the split, and breaks it as Controller.Break does:
+// new and queued requests fail with an error matching semaphore.ErrBroken (its
+// cause says the member was removed) and parked permits are evicted. Its admitted
+// permits keep what they hold, counted as borrowed from the pool (its share is
+// now zero), until they are released; then it leaves the group. The others'
+// shares grow at once. Call c.Drain to wait for its permits. Remove does nothing
+// for a member already removed, and panics if c is not a member of g.
 func (g *Group) Remove(c *Controller) {
+	g.made()
 	if c.group != g {
 		g.panicf("Remove(%q): not a member", c.name)
 	}
-	g.mu.Lock()
+	g.lock()
 	defer g.unlock()
 	if c.removed {
 		return
 	}
 	c.removed = true
 	c.shares = 0
-	c.closeLocked()        // may drop c from the group at once
-	c.checkDrainedLocked() // closeLocked does nothing if c was closed before: drop it if drained
+	c.breakLocked(errors.New("removed from its group"))
+	c.checkDrainedLocked() // breakLocked does nothing if c was broken before: drop it if no permit is left
 	g.resplitLocked()
 }
 

@@ -12,7 +12,7 @@ import (
 
 // Every test here: total 100, pool 20, members a and b with shares of 40 each.
 func poolGroup() (g *admission.Group, a, b *admission.Controller) {
-	g = admission.NewGroup("g", limits(10, 100), admission.WithSharedPool(0.2))
+	g = admission.NewGroup(limits(10, 100), admission.WithName("g"), admission.WithSharedPool(0.2))
 	return g, g.Add("a", 1), g.Add("b", 1)
 }
 

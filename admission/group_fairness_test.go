@@ -19,7 +19,7 @@ import (
 // claimant borrowing least per share. Tolerance: 5%.
 func TestGroup_SaturatedMembersGetMemoryTimeInProportionToTheirShares(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		g := admission.NewGroup("fair", limits(1000, 1000), admission.WithSharedPool(0.2))
+		g := admission.NewGroup(limits(1000, 1000), admission.WithName("fair"), admission.WithSharedPool(0.2))
 		members := []*admission.Controller{g.Add("three", 3), g.Add("one", 1)}
 		var mu sync.Mutex
 		memoryTime := make([]float64, len(members)) // byte-seconds

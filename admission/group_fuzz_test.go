@@ -75,7 +75,7 @@ type gmodel struct {
 func runGroupProgram(t *testing.T, prog []byte) {
 	m := &gmodel{t: t, frac: []float64{0, 0.2, 0.5, 1}[prog[0]%4],
 		total: limits(int64(prog[1]%3+1), 100)}
-	m.g = admission.NewGroup("model", m.total, admission.WithSharedPool(m.frac))
+	m.g = admission.NewGroup(m.total, admission.WithName("model"), admission.WithSharedPool(m.frac))
 	for i := range 3 {
 		mb := &gMember{shares: int64(i + 1)}
 		mb.c = m.g.Add(fmt.Sprint("m", i), mb.shares)

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/fairsem/semaphore"
 	"github.com/fairsem/semaphore/admission"
 )
 
@@ -18,15 +19,15 @@ import (
 // one's life as in the single-controller run: CPU marks, Consume, RequestMemory,
 // Park, eviction, Readmit) borrow from a shared pool, while a chaos goroutine
 // re-splits the group (SetShares, SetTotal), evicts, and removes a fourth member
-// whose own requests are failing over to ErrClosed. Every request must finish,
+// whose own requests are failing with semaphore.ErrBroken. Every request must finish,
 // the split must add up at every step, and every member's resources and the
 // pool must return exactly to zero.
 func TestGroup_ForwardProgressWithBorrowingAndLiveResharing(t *testing.T) {
-	g := admission.NewGroup("progress", limits(6, 2<<20), admission.WithSharedPool(0.25))
+	g := admission.NewGroup(limits(6, 2<<20), admission.WithName("progress"), admission.WithSharedPool(0.25))
 	var members []*admission.Controller
 	for i, name := range []string{"a", "b", "c"} {
 		members = append(members, g.Add(name, int64(i+1), admission.WithCPUConcurrency(2),
-			admission.WithMaxQueueLength(100), admission.WithSerializeLimit(2), admission.WithKillLimit(4)))
+			admission.WithMaxWaiters(100), admission.WithSerializeLimit(2), admission.WithKillLimit(4)))
 	}
 	temp := g.Add("temp", 2)
 
@@ -74,7 +75,7 @@ func TestGroup_ForwardProgressWithBorrowingAndLiveResharing(t *testing.T) {
 			defer cancel()
 			p, err := temp.Acquire(ctx, "temp", int64(i)<<14)
 			if err != nil {
-				if !errors.Is(err, admission.ErrClosed) && !errors.Is(err, context.DeadlineExceeded) {
+				if !errors.Is(err, semaphore.ErrBroken) && !errors.Is(err, context.DeadlineExceeded) {
 					t.Errorf("temp: unexpected error: %v", err)
 				}
 				return
@@ -95,7 +96,7 @@ func TestGroup_ForwardProgressWithBorrowingAndLiveResharing(t *testing.T) {
 	close(stop)
 	chaos.Wait()
 	g.Remove(temp)
-	require.NoError(t, temp.Close(context.Background()))
+	require.NoError(t, temp.Drain(context.Background()))
 
 	st := g.Stats()
 	assert.Zero(t, st.Borrowed, "everything borrowed went back to the pool")
@@ -108,7 +109,8 @@ func TestGroup_ForwardProgressWithBorrowingAndLiveResharing(t *testing.T) {
 	}
 	assert.Positive(t, outcomes["done"], "outcomes: %v", outcomes)
 	for _, m := range members {
-		require.NoError(t, m.Close(context.Background()))
+		m.Break(nil)
+		require.NoError(t, m.Drain(context.Background()))
 	}
 	t.Logf("outcomes %v", outcomes)
 }

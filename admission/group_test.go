@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/fairsem/semaphore"
 	"github.com/fairsem/semaphore/admission"
 )
 
@@ -39,7 +40,7 @@ func checkSplit(t *testing.T, g *admission.Group) {
 }
 
 func TestGroup_MembersGetMemoryInProportionToTheirShares(t *testing.T) {
-	g := admission.NewGroup("g", limits(100, 1000))
+	g := admission.NewGroup(limits(100, 1000), admission.WithName("g"))
 	a := g.Add("a", 3)
 	b := g.Add("b", 1)
 	assert.Equal(t, limits(100, 750), a.Stats().Limits)
@@ -54,7 +55,7 @@ func TestGroup_MembersGetMemoryInProportionToTheirShares(t *testing.T) {
 }
 
 func TestGroup_RoundingLeftoversGoToThePool(t *testing.T) {
-	g := admission.NewGroup("g", limits(1, 101), admission.WithSharedPool(0.1))
+	g := admission.NewGroup(limits(1, 101), admission.WithName("g"), admission.WithSharedPool(0.1))
 	for _, name := range []string{"a", "b", "c"} {
 		g.Add(name, 1)
 	}
@@ -79,7 +80,7 @@ func TestGroup_SplitAddsUpAtTheEdgesOfTheRange(t *testing.T) {
 		{"largest total and shares", math.MaxInt64, 0.3, []int64{admission.MaxShares, admission.MaxShares, 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			g := admission.NewGroup("g", limits(1, tc.total), admission.WithSharedPool(tc.frac))
+			g := admission.NewGroup(limits(1, tc.total), admission.WithName("g"), admission.WithSharedPool(tc.frac))
 			for i, s := range tc.shares {
 				g.Add(string(rune('a'+i)), s)
 			}
@@ -93,7 +94,7 @@ func TestGroup_SplitAddsUpAtTheEdgesOfTheRange(t *testing.T) {
 
 func TestGroup_EachMemberIsBoundedByItsShareWithoutAPool(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		g := admission.NewGroup("g", limits(10, 100))
+		g := admission.NewGroup(limits(10, 100), admission.WithName("g"))
 		a, b := g.Add("a", 1), g.Add("b", 1)
 		a1 := mustAcquire(t, a, "a1", 50)
 		waiting := start(t.Context(), a, "a2", 10)
@@ -115,7 +116,7 @@ func TestGroup_EachMemberIsBoundedByItsShareWithoutAPool(t *testing.T) {
 func TestGroup_SharedPoolLendsWhenTheShareIsUsedUpAndTakesItBackOnRelease(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		// 100: pool 20, shares 40 and 40.
-		g := admission.NewGroup("g", limits(10, 100), admission.WithSharedPool(0.2))
+		g := admission.NewGroup(limits(10, 100), admission.WithName("g"), admission.WithSharedPool(0.2))
 		a, _ := g.Add("a", 1), g.Add("b", 1)
 		a1 := mustAcquire(t, a, "a1", 30)
 		a2 := mustAcquire(t, a, "a2", 25) // 10 of its own, 15 borrowed
@@ -141,7 +142,7 @@ func TestGroup_SharedPoolLendsWhenTheShareIsUsedUpAndTakesItBackOnRelease(t *tes
 }
 
 func TestGroup_ConsumeBeyondTheShareCountsAsBorrowedUntilReturned(t *testing.T) {
-	g := admission.NewGroup("g", limits(10, 100), admission.WithSharedPool(0.2))
+	g := admission.NewGroup(limits(10, 100), admission.WithName("g"), admission.WithSharedPool(0.2))
 	a := g.Add("a", 1)
 	p := mustAcquire(t, a, "a1", 80)
 	require.NoError(t, p.Consume(limits(0, 15)))
@@ -163,7 +164,7 @@ func TestGroup_ConsumeBeyondTheShareCountsAsBorrowedUntilReturned(t *testing.T) 
 func TestGroup_MultipleBorrowersShareThePool(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		// 100: pool 30, shares 35, 35.
-		g := admission.NewGroup("g", limits(10, 100), admission.WithSharedPool(0.3))
+		g := admission.NewGroup(limits(10, 100), admission.WithName("g"), admission.WithSharedPool(0.3))
 		a, b := g.Add("a", 1), g.Add("b", 1)
 		held := []*admission.Permit{mustAcquire(t, a, "a", 35), mustAcquire(t, b, "b", 35),
 			mustAcquire(t, a, "a-borrow", 10), mustAcquire(t, b, "b-borrow", 10)}
@@ -204,7 +205,7 @@ func TestGroup_MultipleBorrowersShareThePool(t *testing.T) {
 
 func TestGroup_SharedPoolRaisesTheSerializeAndKillLimits(t *testing.T) {
 	// Share 40, pool 20: the limits are taken of 60, what the member may hold.
-	g := admission.NewGroup("g", limits(10, 100), admission.WithSharedPool(0.2))
+	g := admission.NewGroup(limits(10, 100), admission.WithName("g"), admission.WithSharedPool(0.2))
 	a := g.Add("a", 1, admission.WithSerializeLimit(1), admission.WithKillLimit(1))
 	g.Add("b", 1)
 	p1 := mustAcquire(t, a, "p1", 0)
@@ -226,7 +227,7 @@ func TestGroup_SharedPoolRaisesTheSerializeAndKillLimits(t *testing.T) {
 func TestGroup_MemberWithinItsShareGetsThePoolAheadOfBorrowers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		// 100: pool 20, shares 40 and 40.
-		g := admission.NewGroup("g", limits(10, 100), admission.WithSharedPool(0.2))
+		g := admission.NewGroup(limits(10, 100), admission.WithName("g"), admission.WithSharedPool(0.2))
 		a, b := g.Add("a", 1), g.Add("b", 1)
 		a1 := mustAcquire(t, a, "a1", 45) // borrows 5
 		a2 := mustAcquire(t, a, "a2", 15) // borrows the rest of the pool
@@ -258,7 +259,7 @@ func TestGroup_MemberWithinItsShareGetsThePoolAheadOfBorrowers(t *testing.T) {
 
 func TestGroup_NewcomerWithinItsShareOvertakesAQueuedBorrowerForThePool(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		g := admission.NewGroup("g", limits(10, 100), admission.WithSharedPool(0.2))
+		g := admission.NewGroup(limits(10, 100), admission.WithName("g"), admission.WithSharedPool(0.2))
 		a, b := g.Add("a", 1), g.Add("b", 1)
 		a1 := mustAcquire(t, a, "a1", 50) // borrows 10
 		aw := start(t.Context(), a, "a2", 15)
@@ -280,7 +281,7 @@ func TestGroup_NewcomerWithinItsShareOvertakesAQueuedBorrowerForThePool(t *testi
 
 func TestGroup_AClaimantAheadHoldsThePoolAgainstSmallerLaterBorrowers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		g := admission.NewGroup("g", limits(10, 100), admission.WithSharedPool(0.2))
+		g := admission.NewGroup(limits(10, 100), admission.WithName("g"), admission.WithSharedPool(0.2))
 		a, b := g.Add("a", 1), g.Add("b", 1)
 		a1 := mustAcquire(t, a, "a1", 40)
 		b1 := mustAcquire(t, b, "b1", 50) // b borrows 10
@@ -305,7 +306,7 @@ func TestGroup_AClaimantAheadHoldsThePoolAgainstSmallerLaterBorrowers(t *testing
 func TestGroup_ReleasingToThePoolWakesEveryWaiterItCanAdmitAcrossMembers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		// 100: pool 40, shares 15 each.
-		g := admission.NewGroup("g", limits(10, 100), admission.WithSharedPool(0.4))
+		g := admission.NewGroup(limits(10, 100), admission.WithName("g"), admission.WithSharedPool(0.4))
 		ms := []*admission.Controller{g.Add("a", 1), g.Add("b", 1), g.Add("c", 1), g.Add("d", 1)}
 		var held []*admission.Permit
 		for _, m := range ms {
@@ -339,7 +340,7 @@ func TestGroup_ReleasingToThePoolWakesEveryWaiterItCanAdmitAcrossMembers(t *test
 func TestGroup_EvictsParkedPermitsWhenThatLetsARequestBorrowTheRest(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		// 100: pool 20, shares 40 and 40.
-		g := admission.NewGroup("g", limits(10, 100), admission.WithSharedPool(0.2))
+		g := admission.NewGroup(limits(10, 100), admission.WithName("g"), admission.WithSharedPool(0.2))
 		a := g.Add("a", 1)
 		g.Add("b", 1)
 		idle := mustAcquire(t, a, "idle", 30)
@@ -361,7 +362,7 @@ func TestGroup_EvictsParkedPermitsWhenThatLetsARequestBorrowTheRest(t *testing.T
 
 func TestGroup_ZeroSharedPoolLendsNothing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		g := admission.NewGroup("g", limits(10, 100), admission.WithSharedPool(0))
+		g := admission.NewGroup(limits(10, 100), admission.WithName("g"), admission.WithSharedPool(0))
 		a, _ := g.Add("a", 1), g.Add("b", 1)
 		a1 := mustAcquire(t, a, "a1", 45)
 		aw := start(t.Context(), a, "a2", 10)
@@ -378,7 +379,7 @@ func TestGroup_ZeroSharedPoolLendsNothing(t *testing.T) {
 }
 
 func TestGroup_AlwaysAdmitsOnePerMember(t *testing.T) {
-	g := admission.NewGroup("g", limits(10, 100), admission.WithSharedPool(0.2))
+	g := admission.NewGroup(limits(10, 100), admission.WithName("g"), admission.WithSharedPool(0.2))
 	a := g.Add("a", 1)
 	g.Add("b", 1)
 	p := mustAcquire(t, a, "huge", 90) // no count in use in a: admitted, borrowing past the pool
@@ -388,7 +389,7 @@ func TestGroup_AlwaysAdmitsOnePerMember(t *testing.T) {
 
 func TestGroup_SetSharesResplitsLiveWithoutRevokingAnything(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		g := admission.NewGroup("g", limits(10, 100))
+		g := admission.NewGroup(limits(10, 100), admission.WithName("g"))
 		a, b := g.Add("a", 1), g.Add("b", 1)
 		a1 := mustAcquire(t, a, "a1", 50)
 		b1 := mustAcquire(t, b, "b1", 20)
@@ -420,7 +421,7 @@ func TestGroup_SetSharesResplitsLiveWithoutRevokingAnything(t *testing.T) {
 
 func TestGroup_SetTotalResplitsLive(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		g := admission.NewGroup("g", limits(1, 100), admission.WithSharedPool(0.5))
+		g := admission.NewGroup(limits(1, 100), admission.WithName("g"), admission.WithSharedPool(0.5))
 		a := g.Add("a", 1)
 		a1 := mustAcquire(t, a, "a1", 50)
 		aw := start(t.Context(), a, "a2", 50)
@@ -443,9 +444,9 @@ func TestGroup_SetTotalResplitsLive(t *testing.T) {
 	})
 }
 
-func TestGroup_RemoveClosesTheMemberAndKeepsWhatItHoldsUntilReleased(t *testing.T) {
+func TestGroup_RemoveBreaksTheMemberAndKeepsWhatItHoldsUntilReleased(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		g := admission.NewGroup("g", limits(10, 100))
+		g := admission.NewGroup(limits(10, 100), admission.WithName("g"))
 		a, b := g.Add("a", 1), g.Add("b", 1)
 		b1 := mustAcquire(t, b, "b1", 50)
 		bw := start(t.Context(), b, "b2", 10)
@@ -460,9 +461,10 @@ func TestGroup_RemoveClosesTheMemberAndKeepsWhatItHoldsUntilReleased(t *testing.
 		synctest.Wait()
 		r, done := ready(bw)
 		require.True(t, done)
-		require.ErrorIs(t, r.err, admission.ErrClosed)
+		require.ErrorIs(t, r.err, semaphore.ErrBroken)
+		assert.Equal(t, `admission "b": admit "b2" (memory 10B): `+semaphore.ErrBroken.Error()+`: removed from its group`, r.err.Error())
 		_, err := b.Acquire(t.Context(), "b3", 1)
-		require.ErrorIs(t, err, admission.ErrClosed)
+		require.ErrorIs(t, err, semaphore.ErrBroken)
 
 		ms := member(t, g, "b")
 		assert.True(t, ms.Removed)
@@ -476,14 +478,14 @@ func TestGroup_RemoveClosesTheMemberAndKeepsWhatItHoldsUntilReleased(t *testing.
 
 		b1.Release()
 		assert.Len(t, g.Stats().Members, 1, "a drained removed member leaves the group")
-		require.NoError(t, b.Close(t.Context()))
+		require.NoError(t, b.Drain(t.Context()))
 		g.Remove(b) // nothing more to do
 	})
 }
 
 func TestGroup_StatsAndDiagnosticsNameBorrowersAndTheBottleneckMember(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		g := admission.NewGroup("tenants", limits(10, 100<<20), admission.WithSharedPool(0.2))
+		g := admission.NewGroup(limits(10, 100<<20), admission.WithName("tenants"), admission.WithSharedPool(0.2))
 		batch, web := g.Add("batch", 1), g.Add("web", 3)
 		held := []*admission.Permit{mustAcquire(t, batch, "scan", 30<<20)} // share 20M: borrows 10M
 		w := start(t.Context(), batch, "scan", 20<<20)
@@ -518,14 +520,16 @@ func TestGroup_StatsAndDiagnosticsNameBorrowersAndTheBottleneckMember(t *testing
 }
 
 func TestGroup_PanicsOnInvalidArguments(t *testing.T) {
-	g := admission.NewGroup("g", limits(1, 10))
+	g := admission.NewGroup(limits(1, 10), admission.WithName("g"))
 	a := g.Add("a", 1)
-	other := admission.NewGroup("other", limits(1, 10)).Add("x", 1)
+	other := admission.NewGroup(limits(1, 10), admission.WithName("other")).Add("x", 1)
 	for name, f := range map[string]func(){
-		"negative total":        func() { admission.NewGroup("g", limits(-1, 10)) },
-		"pool below zero":       func() { admission.NewGroup("g", limits(1, 10), admission.WithSharedPool(-0.1)) },
-		"pool above one":        func() { admission.NewGroup("g", limits(1, 10), admission.WithSharedPool(1.5)) },
-		"pool not a number":     func() { admission.NewGroup("g", limits(1, 10), admission.WithSharedPool(math.NaN())) },
+		"negative total":  func() { admission.NewGroup(limits(-1, 10), admission.WithName("g")) },
+		"pool below zero": func() { admission.NewGroup(limits(1, 10), admission.WithName("g"), admission.WithSharedPool(-0.1)) },
+		"pool above one":  func() { admission.NewGroup(limits(1, 10), admission.WithName("g"), admission.WithSharedPool(1.5)) },
+		"pool not a number": func() {
+			admission.NewGroup(limits(1, 10), admission.WithName("g"), admission.WithSharedPool(math.NaN()))
+		},
 		"shares past MaxShares": func() { g.Add("z", admission.MaxShares+1) },
 		"zero shares":           func() { g.Add("z", 0) },
 		"SetShares to zero":     func() { g.SetShares(a, 0) },
@@ -540,5 +544,5 @@ func TestGroup_PanicsOnInvalidArguments(t *testing.T) {
 	g.Remove(a)
 	assert.PanicsWithValue(t, `admission "g": group: SetShares("a", 2): the member was removed`, func() { g.SetShares(a, 2) })
 	_, err := a.Acquire(t.Context(), "after", 1)
-	assert.True(t, errors.Is(err, admission.ErrClosed))
+	assert.True(t, errors.Is(err, semaphore.ErrBroken))
 }

@@ -12,12 +12,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/fairsem/semaphore"
 	"github.com/fairsem/semaphore/admission"
 )
 
 func TestGroup_BreakingAMemberWhoseClaimIsAheadWakesTheOthers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		g := admission.NewGroup("g", limits(10, 100), admission.WithSharedPool(0.2))
+		g := admission.NewGroup(limits(10, 100), admission.WithName("g"), admission.WithSharedPool(0.2))
 		a, b := g.Add("a", 1), g.Add("b", 1)
 		a1 := mustAcquire(t, a, "a1", 40)
 		b1 := mustAcquire(t, b, "b1", 50) // b borrows 10
@@ -29,7 +30,7 @@ func TestGroup_BreakingAMemberWhoseClaimIsAheadWakesTheOthers(t *testing.T) {
 		synctest.Wait()
 		r, done := ready(aw)
 		require.True(t, done)
-		assert.ErrorIs(t, r.err, admission.ErrBroken)
+		assert.ErrorIs(t, r.err, semaphore.ErrBroken)
 		r, done = ready(bw)
 		require.True(t, done, "with a's claim gone, b borrows the 5 the pool has")
 		require.NoError(t, r.err)
@@ -40,11 +41,12 @@ func TestGroup_BreakingAMemberWhoseClaimIsAheadWakesTheOthers(t *testing.T) {
 	})
 }
 
-func TestGroup_RemovingAClosedAndDrainedMemberDropsIt(t *testing.T) {
-	g := admission.NewGroup("g", limits(10, 100))
+func TestGroup_RemovingABrokenAndDrainedMemberDropsIt(t *testing.T) {
+	g := admission.NewGroup(limits(10, 100), admission.WithName("g"))
 	a := g.Add("a", 1)
 	g.Add("b", 1)
-	require.NoError(t, a.Close(t.Context()))
+	a.Break(nil)
+	require.NoError(t, a.Drain(t.Context()))
 	g.Remove(a)
 	st := g.Stats()
 	require.Len(t, st.Members, 1, "a holds nothing, so it leaves the group at once")
@@ -63,7 +65,7 @@ func TestGroup_TakingMemoryThatDropsAClaimantsRankLetsTheNextOneBorrow(t *testin
 		t.Run(name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				// 200: pool 100, shares 50 each.
-				g := admission.NewGroup("g", limits(10, 200), admission.WithSharedPool(0.5))
+				g := admission.NewGroup(limits(10, 200), admission.WithName("g"), admission.WithSharedPool(0.5))
 				a, b := g.Add("a", 1), g.Add("b", 1)
 				a1 := mustAcquire(t, a, "a1", 50)
 				b1 := mustAcquire(t, b, "b1", 80) // b borrows 30
@@ -93,7 +95,7 @@ func TestGroup_TakingMemoryThatDropsAClaimantsRankLetsTheNextOneBorrow(t *testin
 func TestGroup_ResumingAPermitWhoseMarksStopItsMembersClaimLetsTheNextOneBorrow(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		// 100: pool 20, shares 40 each.
-		g := admission.NewGroup("g", limits(10, 100), admission.WithSharedPool(0.2))
+		g := admission.NewGroup(limits(10, 100), admission.WithName("g"), admission.WithSharedPool(0.2))
 		a, b := g.Add("a", 1), g.Add("b", 1)
 		a1 := mustAcquire(t, a, "a1", 40)
 		b1 := mustAcquire(t, b, "b1", 50) // b borrows 10
@@ -128,7 +130,7 @@ func TestGroup_ResumingAPermitWhoseMarksStopItsMembersClaimLetsTheNextOneBorrow(
 func TestGroup_AMemoryGrantThatStopsAMembersClaimLetsAnEarlierMemberBorrow(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		// 200: pool 100, shares 50 each; a's serialize limit is 0.4 x (50 + 100) = 60.
-		g := admission.NewGroup("g", limits(10, 200), admission.WithSharedPool(0.5))
+		g := admission.NewGroup(limits(10, 200), admission.WithName("g"), admission.WithSharedPool(0.5))
 		b := g.Add("b", 1) // b first, so a's grant comes after b's turn in a pass
 		a := g.Add("a", 1, admission.WithSerializeLimit(0.4))
 		b1 := mustAcquire(t, b, "b1", 80) // b borrows 30
@@ -163,11 +165,11 @@ func TestGroup_AMemoryGrantThatStopsAMembersClaimLetsAnEarlierMemberBorrow(t *te
 	})
 }
 
-func TestTrack_AfterCloseTakesNothing(t *testing.T) {
-	g := admission.NewGroup("g", limits(10, 100), admission.WithSharedPool(0.5))
+func TestTrack_AfterBreakTakesNothing(t *testing.T) {
+	g := admission.NewGroup(limits(10, 100), admission.WithName("g"), admission.WithSharedPool(0.5))
 	a, b := g.Add("a", 1), g.Add("b", 1)
 	g.Remove(a) // drained: a leaves the group at once
-	require.NoError(t, b.Close(t.Context()))
+	b.Break(nil)
 	for _, c := range []*admission.Controller{a, b} {
 		p := c.Track("late")
 		assert.Equal(t, admission.Released, p.State())
@@ -181,20 +183,21 @@ func TestTrack_AfterCloseTakesNothing(t *testing.T) {
 	assert.Zero(t, g.Stats().Borrowed)
 }
 
-func TestPark_AfterCloseEvictsAtOnceSoCloseCanFinish(t *testing.T) {
+func TestPark_AfterBreakEvictsAtOnceSoDrainCanFinish(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := admission.New("c", limits(2, 100))
+		c := admission.New(limits(2, 100), admission.WithName("c"))
 		p := mustAcquire(t, c, "p", 10)
+		c.Break(nil)
 		closed := make(chan error, 1)
-		go func() { closed <- c.Close(t.Context()) }()
+		go func() { closed <- c.Drain(t.Context()) }()
 		synctest.Wait()
 		require.Len(t, closed, 0, "p is held")
 		v := &closer{}
 		reasons := make(chan admission.EvictReason, 1)
 		pk := park(t, c, p, v, admission.OnEvict(func(r admission.EvictReason) { reasons <- r }))
-		assert.True(t, pk.Evicted(), "the controller is closed: nothing parks")
+		assert.True(t, pk.Evicted(), "the controller is broken: nothing parks")
 		assert.True(t, v.closed.Load())
-		assert.Equal(t, admission.EvictedOnClose, <-reasons)
+		assert.Equal(t, admission.EvictedOnBreak, <-reasons)
 		assert.Equal(t, admission.Evicted, p.State())
 		assert.Zero(t, c.Stats().Used)
 		p.Release()
@@ -207,7 +210,7 @@ func TestPark_AfterCloseEvictsAtOnceSoCloseCanFinish(t *testing.T) {
 func TestPark_WithTTLOfZeroOrLessSetsNoTTL(t *testing.T) {
 	for _, d := range []time.Duration{0, -time.Second} {
 		synctest.Test(t, func(t *testing.T) {
-			c := admission.New("c", limits(2, 100))
+			c := admission.New(limits(2, 100), admission.WithName("c"))
 			p := mustAcquire(t, c, "p", 10)
 			pk := park(t, c, p, &closer{}, admission.WithTTL(d))
 			time.Sleep(time.Hour) // synctest: the fake clock advances at once
@@ -229,13 +232,13 @@ func TestNew_PanicsOnMultipliersThatAreNotFiniteNumbers(t *testing.T) {
 		"shed NaN":      admission.WithShedFactor(math.NaN()),
 		"shed Inf":      admission.WithShedFactor(math.Inf(1)),
 	} {
-		assert.Panics(t, func() { admission.New("c", limits(1, 10), opt) }, name)
+		assert.Panics(t, func() { admission.New(limits(1, 10), admission.WithName("c"), opt) }, name)
 	}
 }
 
 func TestLimits_HugeMultipliersMeanNoLimitInPractice(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) { // a wrongly converted limit would block q forever
-		c := admission.New("c", limits(2, 1<<60), admission.WithSerializeLimit(1e300), admission.WithKillLimit(1e300))
+		c := admission.New(limits(2, 1<<60), admission.WithName("c"), admission.WithSerializeLimit(1e300), admission.WithKillLimit(1e300))
 		p := mustAcquire(t, c, "p", 1<<30)
 		require.NoError(t, p.Consume(admission.Resources{Memory: 1 << 50}))
 		require.NoError(t, p.RequestMemory(t.Context(), 1<<50))
@@ -247,7 +250,7 @@ func TestLimits_HugeMultipliersMeanNoLimitInPractice(t *testing.T) {
 
 func TestShed_HugeFactorShedsEveryRequestThatQueued(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := admission.New("c", limits(1, 100), admission.WithShedFactor(1e300))
+		c := admission.New(limits(1, 100), admission.WithName("c"), admission.WithShedFactor(1e300))
 		p := mustAcquire(t, c, "p", 10)
 		ctx, cancel := context.WithTimeout(t.Context(), time.Hour)
 		defer cancel()
@@ -266,7 +269,7 @@ func TestGroup_TakingMemoryThatLeavesAClaimantBeyondThePoolLetsTheNextOneBorrow(
 		t.Run(fmt.Sprint(memory), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				// 100: pool 20, shares 40 each.
-				g := admission.NewGroup("g", limits(10, 100), admission.WithSharedPool(0.2))
+				g := admission.NewGroup(limits(10, 100), admission.WithName("g"), admission.WithSharedPool(0.2))
 				a, b := g.Add("a", 1), g.Add("b", 1)
 				a1 := mustAcquire(t, a, "a1", 50) // a borrows 10
 				b1 := mustAcquire(t, b, "b1", 30)

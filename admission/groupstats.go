@@ -31,7 +31,7 @@ type MemberStats struct {
 // Stats returns a snapshot of the group and of every member, taken in one hold of
 // the group's lock, so the numbers add up.
 func (g *Group) Stats() GroupStats {
-	g.mu.Lock()
+	g.lock()
 	defer g.unlock()
 	return g.statsLocked()
 }
@@ -68,7 +68,7 @@ func (g *Group) bottleneckLocked() *Controller {
 // members (shares, share, memory used, borrowed, queued, own bottlenecks, largest
 // borrower first), then each member's Diagnostics with maxLines.
 func (g *Group) Diagnostics(maxLines int) string {
-	g.mu.Lock()
+	g.lock()
 	defer g.unlock()
 	var b strings.Builder
 	fmt.Fprintf(&b, "Group %q with count %d per member and %s memory, shared pool %s/%s lent\n",

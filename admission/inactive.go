@@ -16,8 +16,8 @@ const (
 	EvictedByTTL
 	// EvictedExplicitly: EvictOne or EvictWhere.
 	EvictedExplicitly
-	// EvictedOnClose: the controller was closed.
-	EvictedOnClose
+	// EvictedOnBreak: the controller was broken (Break, or Group.Remove).
+	EvictedOnBreak
 )
 
 func (r EvictReason) String() string {
@@ -28,8 +28,8 @@ func (r EvictReason) String() string {
 		return "ttl"
 	case EvictedExplicitly:
 		return "explicit"
-	case EvictedOnClose:
-		return "close"
+	case EvictedOnBreak:
+		return "break"
 	}
 	return "unknown"
 }
@@ -78,7 +78,7 @@ func OnEvict(fn func(EvictReason)) ParkOption {
 // request it has pending fails with ErrEvicted, and its CPU marks stop counting
 // against the CPU concurrency until it is resumed or readmitted.
 //
-// After Close (or Group.Remove) the permit is evicted at once, as Close evicts
+// After Break (or Group.Remove) the permit is evicted at once, as Break evicts
 // the permits parked before it: the returned Parked reports Evicted.
 //
 // Park fails, taking nothing (the caller keeps value), with ErrReleased after
@@ -86,6 +86,7 @@ func OnEvict(fn func(EvictReason)) ParkOption {
 // evicted, or being readmitted. Resume the permit with Parked.Resume. Park panics
 // if p belongs to another controller.
 func (c *Controller) Park(p *Permit, value io.Closer, opts ...ParkOption) (*Parked, error) {
+	c.made()
 	if p.c != c {
 		c.panicf("Park(%q): the permit belongs to controller %q", p.op, p.c.name)
 	}
@@ -93,17 +94,17 @@ func (c *Controller) Park(p *Permit, value io.Closer, opts ...ParkOption) (*Park
 	for _, o := range opts {
 		o(pk)
 	}
-	c.mu.Lock()
+	c.lock()
 	defer c.unlock()
 	switch p.phase {
 	case Released:
-		return nil, c.errorf(what("park", p, p.base.Memory), "%w", ErrReleased)
+		return nil, c.errorf(released, what("park", p, p.base.Memory), "%w", ErrReleased)
 	case Active, WaitingForMemory:
 	default:
-		return nil, c.errorf(what("park", p, p.base.Memory), "%w: the permit is %s, not active", ErrEvicted, p.phase)
+		return nil, c.errorf(evicted, what("park", p, p.base.Memory), "%w: the permit is %s, not active", ErrEvicted, p.phase)
 	}
 	c.failMemoryWaitsLocked(p, func(w *waiter) error {
-		return c.errorf(w.what(), "%w: the permit was parked while waiting", ErrEvicted)
+		return c.errorf(evicted, w.what(), "%w: the permit was parked while waiting", ErrEvicted)
 	})
 	if c.blessed == p {
 		c.blessed = nil
@@ -115,10 +116,11 @@ func (c *Controller) Park(p *Permit, value io.Closer, opts ...ParkOption) (*Park
 		g.seq++
 		pk.seq = g.seq
 	}
-	if c.closed {
-		// Close evicted every parked permit and waits for them to be released: one
-		// parked now is evicted the same way, or Close would wait for it forever.
-		c.evictLocked(pk, EvictedOnClose)
+	if c.broken != nil {
+		// Break evicted every parked permit, and Drain waits for them to be
+		// released: one parked now is evicted the same way, or it could hold its
+		// resources while nothing is admitted any more.
+		c.evictLocked(pk, EvictedOnBreak)
 	} else if pk.ttlAfter > 0 {
 		pk.ttl = time.AfterFunc(pk.ttlAfter, func() { c.expire(pk) })
 	}
@@ -133,7 +135,7 @@ func (c *Controller) Park(p *Permit, value io.Closer, opts ...ParkOption) (*Park
 // gives the value at most once.
 func (pk *Parked) Resume() (io.Closer, bool) {
 	c := pk.p.c
-	c.mu.Lock()
+	c.lock()
 	defer c.unlock()
 	if pk.done {
 		return nil, false
@@ -147,7 +149,7 @@ func (pk *Parked) Resume() (io.Closer, bool) {
 // Evicted reports whether the parked permit was evicted.
 func (pk *Parked) Evicted() bool {
 	c := pk.p.c
-	c.mu.Lock()
+	c.lock()
 	defer c.unlock()
 	return pk.evicted
 }
@@ -197,7 +199,7 @@ func (c *Controller) closeValue(pk *Parked) {
 
 // expire is the TTL timer's callback.
 func (c *Controller) expire(pk *Parked) {
-	c.mu.Lock()
+	c.lock()
 	if !pk.done {
 		c.evictLocked(pk, EvictedByTTL)
 		c.maybeAdmitLocked()
@@ -207,7 +209,7 @@ func (c *Controller) expire(pk *Parked) {
 
 // EvictOne evicts the oldest parked permit and reports whether there was one.
 func (c *Controller) EvictOne() bool {
-	c.mu.Lock()
+	c.lock()
 	defer c.unlock()
 	if c.inactive.Len() == 0 {
 		return false
@@ -221,7 +223,7 @@ func (c *Controller) EvictOne() bool {
 // first, and returns how many it evicted. match runs under the controller's lock
 // and must not call back into the controller.
 func (c *Controller) EvictWhere(match func(op string) bool) int {
-	c.mu.Lock()
+	c.lock()
 	defer c.unlock()
 	n := 0
 	for e := c.inactive.Front(); e != nil; {

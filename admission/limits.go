@@ -30,13 +30,14 @@ func (c *Controller) pastLimit(mult float64, used int64) bool {
 // now fit. It panics on a negative limit, and for a member of a Group, whose
 // limits follow the group's (Group.SetShares, Group.SetTotal).
 func (c *Controller) SetLimits(limits Resources) {
+	c.made()
 	if limits.Count < 0 || limits.Memory < 0 {
 		c.panicf("SetLimits(%v): negative limits", limits)
 	}
 	if c.group != nil {
 		c.panicf("SetLimits(%v): a member of group %q takes its limits from the group", limits, c.group.name)
 	}
-	c.mu.Lock()
+	c.lock()
 	defer c.unlock()
 	c.setLimitsLocked(limits)
 	c.maybeAdmitLocked()
@@ -50,19 +51,20 @@ func (c *Controller) setLimitsLocked(limits Resources) {
 // SetCPUConcurrency changes how many active permits may need CPU before admission
 // stops. It panics if n < 1.
 func (c *Controller) SetCPUConcurrency(n int) {
+	c.made()
 	if n < 1 {
 		c.panicf("SetCPUConcurrency(%d): must be at least 1", n)
 	}
-	c.mu.Lock()
+	c.lock()
 	defer c.unlock()
 	c.cpuConcurrency = n
 	c.maybeAdmitLocked()
 }
 
-// SetMaxQueueLength changes the queue bound for requests arriving from now on;
-// n <= 0 removes it. Requests already queued stay.
-func (c *Controller) SetMaxQueueLength(n int) {
-	c.mu.Lock()
+// SetMaxWaiters changes the queue bound (WithMaxWaiters) for requests arriving
+// from now on; n <= 0 removes it. Requests already queued stay.
+func (c *Controller) SetMaxWaiters(n int) {
+	c.lock()
 	defer c.unlock()
 	c.maxQueue = n
 }

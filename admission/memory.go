@@ -13,7 +13,7 @@ func (p *Permit) Consume(r Resources) error {
 		p.c.panicf("Permit(%q).Consume(%v): negative resources", p.op, r)
 	}
 	c := p.c
-	c.mu.Lock()
+	c.lock()
 	defer c.unlock()
 	if err := p.usableLocked("consume", r.Memory); err != nil {
 		return err
@@ -31,9 +31,9 @@ func (p *Permit) Consume(r Resources) error {
 func (p *Permit) usableLocked(verb string, memory int64) error {
 	switch p.phase {
 	case Released:
-		return p.c.errorf(what(verb, p, memory), "%w", ErrReleased)
+		return p.c.errorf(released, what(verb, p, memory), "%w", ErrReleased)
 	case Inactive, Evicted, WaitingForAdmission:
-		return p.c.errorf(what(verb, p, memory), "%w: the permit is %s", ErrEvicted, p.phase)
+		return p.c.errorf(evicted, what(verb, p, memory), "%w: the permit is %s", ErrEvicted, p.phase)
 	}
 	return nil
 }
@@ -51,7 +51,7 @@ func (p *Permit) killCheckLocked(verb string, memory int64) error {
 		c.stats.Killed++
 	}
 	c.dumpLocked("kill limit reached", p)
-	return c.errorf(what(verb, p, memory), "%w (%s in use of %s)",
+	return c.errorf(memoryLimit, what(verb, p, memory), "%w (%s in use of %s)",
 		ErrMemoryLimit, formatBytes(used), formatBytes(limit))
 }
 
@@ -69,7 +69,7 @@ func (p *Permit) Return(r Resources) {
 		p.c.panicf("Permit(%q).Return(%v): negative resources", p.op, r)
 	}
 	c := p.c
-	c.mu.Lock()
+	c.lock()
 	if p.phase == Released {
 		c.unlock()
 		return
@@ -98,15 +98,15 @@ func (p *Permit) returnLocked(r Resources) {
 // It fails, taking nothing, with ErrMemoryLimit past the kill limit, with
 // ErrEvicted for a permit that is parked, evicted or being readmitted (and for a
 // waiting request whose permit is parked), with ErrReleased after Release (and for
-// a waiting request whose permit is released), with ErrBroken or ErrClosed when it
-// would wait after Break or Close, and with ctx's error when ctx ends while waiting
+// a waiting request whose permit is released), with semaphore.ErrBroken when it
+// would wait after Break, and with ctx's error when ctx ends while waiting
 // (giving back a grant that raced it). It panics if n is negative.
 func (p *Permit) RequestMemory(ctx context.Context, n int64) error {
 	if n < 0 {
 		p.c.panicf("Permit(%q).RequestMemory(%d): negative memory", p.op, n)
 	}
 	c := p.c
-	c.mu.Lock()
+	c.lock()
 	if err := p.usableLocked("request memory", n); err != nil {
 		c.unlock()
 		return err

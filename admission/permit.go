@@ -89,7 +89,7 @@ func (p *Permit) Op() string { return p.op }
 
 // State returns the permit's current state.
 func (p *Permit) State() State {
-	p.c.mu.Lock()
+	p.c.lock()
 	defer p.c.unlock()
 	return p.stateLocked()
 }
@@ -107,7 +107,7 @@ func (p *Permit) stateLocked() State {
 // Consumed returns what the permit holds now: its base while admitted, plus what it
 // has consumed. It is zero after Release.
 func (p *Permit) Consumed() Resources {
-	p.c.mu.Lock()
+	p.c.lock()
 	defer p.c.unlock()
 	return p.heldLocked()
 }
@@ -125,7 +125,7 @@ func (p *Permit) heldLocked() Resources {
 // Release.
 func (p *Permit) ReleaseBase() {
 	c := p.c
-	c.mu.Lock()
+	c.lock()
 	defer c.unlock()
 	p.releaseBaseLocked()
 	c.maybeAdmitLocked()
@@ -145,7 +145,7 @@ func (p *Permit) releaseBaseLocked() {
 // idempotent and admits the waiters that now fit.
 func (p *Permit) Release() {
 	c := p.c
-	c.mu.Lock()
+	c.lock()
 	defer c.unlock()
 	if p.releaseLocked() {
 		c.maybeAdmitLocked()
@@ -158,11 +158,11 @@ func (p *Permit) releaseLocked() bool {
 	if p.phase == Released {
 		return false
 	}
-	released := func(w *waiter) error { return c.errorf(w.what(), "%w while waiting", ErrReleased) }
+	fail := func(w *waiter) error { return c.errorf(released, w.what(), "%w while waiting", ErrReleased) }
 	if w := p.wait; w != nil {
-		c.settleLocked(w, released(w))
+		c.settleLocked(w, fail(w))
 	}
-	c.failMemoryWaitsLocked(p, released)
+	c.failMemoryWaitsLocked(p, fail)
 	if pk := p.parked; pk != nil {
 		c.unparkLocked(pk)
 		c.mu.after = append(c.mu.after, func() { c.closeValue(pk) })

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/fairsem/semaphore"
 	"github.com/fairsem/semaphore/admission"
 )
 
@@ -19,8 +20,8 @@ import (
 // chaos goroutine evicts and changes limits. Every request must finish, and the
 // resources must return exactly to the limits.
 func TestForwardProgress_RandomizedPermitsAllFinishAndResourcesReturn(t *testing.T) {
-	c := admission.New("progress", limits(8, 1<<20),
-		admission.WithCPUConcurrency(2), admission.WithMaxQueueLength(200),
+	c := admission.New(limits(8, 1<<20), admission.WithName("progress"),
+		admission.WithCPUConcurrency(2), admission.WithMaxWaiters(200),
 		admission.WithSerializeLimit(2), admission.WithKillLimit(4))
 	stop := make(chan struct{})
 	var chaos sync.WaitGroup
@@ -77,7 +78,8 @@ func TestForwardProgress_RandomizedPermitsAllFinishAndResourcesReturn(t *testing
 	assert.Zero(t, st.NeedCPUPermits)
 	assert.Zero(t, st.AwaitingPermits)
 	assert.Positive(t, outcomes["done"], "outcomes: %v", outcomes)
-	require.NoError(t, c.Close(context.Background()))
+	c.Break(nil)
+	require.NoError(t, c.Drain(context.Background()))
 	t.Logf("outcomes %v; evictions %d, shed %d, timed out %d", outcomes, st.PermitEvictions, st.Shed, st.TimedOut)
 }
 
@@ -93,7 +95,7 @@ func runRequest(t *testing.T, c *admission.Controller, rng *rand.Rand) string {
 	}
 	p, err := c.Acquire(ctx, op, int64(rng.IntN(256<<10)))
 	if err != nil {
-		if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, admission.ErrQueueFull) && !errors.Is(err, admission.ErrShed) {
+		if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, semaphore.ErrQueueFull) && !errors.Is(err, admission.ErrShed) {
 			t.Errorf("unexpected admission error: %v", err)
 		}
 		return "refused"

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/fairsem/semaphore"
 )
 
 // waitKind is what a queued request waits for. Each kind has one name (for
@@ -136,12 +138,12 @@ func (c *Controller) wait(ctx context.Context, w *waiter) error {
 		return err
 	case <-ctx.Done():
 	}
-	c.mu.Lock()
+	c.lock()
 	defer c.unlock()
 	if w.elem != nil {
 		// Still queued: leave, and let in whoever that lets in.
 		err := c.contextErrLocked(ctx, w)
-		if errors.Is(err, ErrTimedOut) {
+		if errors.Is(err, semaphore.ErrTimedOut) {
 			c.stats.TimedOut++
 			c.dumpLocked("timed out", w.p)
 		}
@@ -165,7 +167,8 @@ func (c *Controller) wait(ctx context.Context, w *waiter) error {
 }
 
 // contextErrLocked is the error for a wait whose context ended: it matches
-// ctx.Err(), context.Cause(ctx) when that differs, and ErrTimedOut for a deadline.
+// ctx.Err(), context.Cause(ctx) when that differs, and semaphore.ErrTimedOut for a
+// deadline.
 // It reads the controller's usage, so it needs mu.
 func (c *Controller) contextErrLocked(ctx context.Context, w *waiter) error {
 	err, cause := ctx.Err(), context.Cause(ctx)
@@ -174,12 +177,12 @@ func (c *Controller) contextErrLocked(ctx context.Context, w *waiter) error {
 		where = fmt.Sprintf("after %v, queued behind %d (%s)",
 			time.Since(w.arrived).Round(time.Millisecond), w.ahead, c.usageLocked())
 	}
-	format, args := "canceled %s: %w", []any{where, err}
+	outcome, format, args := cancelled, "canceled %s: %w", []any{where, err}
 	if errors.Is(err, context.DeadlineExceeded) {
-		format, args = "%w %s: %w", []any{ErrTimedOut, where, err}
+		outcome, format, args = timedOut, "%w %s: %w", []any{semaphore.ErrTimedOut, where, err}
 	}
 	if cause != nil && cause != err {
 		format, args = format+": %w", append(args, cause)
 	}
-	return c.errorf(w.what(), format, args...)
+	return c.errorf(outcome, w.what(), format, args...)
 }

@@ -96,7 +96,7 @@ func race(round int, cancel, free func()) {
 }
 
 func TestGrantRacingCancellation_AdmissionGivesBackTheGrantAndReadsUnderTheLock(t *testing.T) {
-	c := admission.New("race", limits(1, 1<<20), admission.WithCPUConcurrency(2))
+	c := admission.New(limits(1, 1<<20), admission.WithName("race"), admission.WithCPUConcurrency(2))
 	stop := make(chan struct{})
 	bg := background(c, stop)
 	granted, canceled := 0, 0
@@ -133,7 +133,7 @@ func TestGrantRacingCancellation_AdmissionGivesBackTheGrantAndReadsUnderTheLock(
 }
 
 func TestGrantRacingCancellation_MemoryGivesBackTheGrantAndReadsUnderTheLock(t *testing.T) {
-	c := admission.New("race", limits(10, 1000), admission.WithSerializeLimit(0.1), admission.WithCPUConcurrency(2))
+	c := admission.New(limits(10, 1000), admission.WithName("race"), admission.WithSerializeLimit(0.1), admission.WithCPUConcurrency(2))
 	a := mustAcquire(t, c, "a", 0)
 	stop := make(chan struct{})
 	bg := background(c, stop)
@@ -169,7 +169,7 @@ func TestGrantRacingCancellation_MemoryGivesBackTheGrantAndReadsUnderTheLock(t *
 }
 
 func TestGrantRacingCancellation_ReadmissionIsKeptWholeOrUndoneWhole(t *testing.T) {
-	c := admission.New("race", limits(1, 1<<20), admission.WithCPUConcurrency(2))
+	c := admission.New(limits(1, 1<<20), admission.WithName("race"), admission.WithCPUConcurrency(2))
 	stop := make(chan struct{})
 	bg := background(c, stop)
 	kept, undone := 0, 0

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/fairsem/semaphore"
 	"github.com/fairsem/semaphore/admission"
 )
 
@@ -56,7 +57,7 @@ func (s *shared) pickParked(rng *rand.Rand) *admission.Parked {
 // expected reports whether err is one of the failures a request may meet in this
 // test.
 func expected(err error) bool {
-	for _, e := range []error{admission.ErrQueueFull, admission.ErrShed, admission.ErrTimedOut, context.Canceled,
+	for _, e := range []error{semaphore.ErrQueueFull, admission.ErrShed, semaphore.ErrTimedOut, context.Canceled,
 		admission.ErrMemoryLimit, admission.ErrEvicted, admission.ErrReleased} {
 		if errors.Is(err, e) {
 			return true
@@ -73,7 +74,7 @@ type held struct {
 
 func TestRandomized_EveryPublicMethodFromManyGoroutinesLeavesNothingHeld(t *testing.T) {
 	base := limits(6, 1<<20)
-	c := admission.New("random", base, admission.WithCPUConcurrency(2), admission.WithMaxQueueLength(32),
+	c := admission.New(base, admission.WithName("random"), admission.WithCPUConcurrency(2), admission.WithMaxWaiters(32),
 		admission.WithSerializeLimit(1.5), admission.WithKillLimit(3), admission.WithShedFactor(0.2))
 	pool := &shared{}
 	var wg sync.WaitGroup
@@ -115,7 +116,8 @@ func TestRandomized_EveryPublicMethodFromManyGoroutinesLeavesNothingHeld(t *test
 	require.NoError(t, err, "the controller still admits:\n%s", c.Diagnostics(0))
 	assert.Equal(t, admission.Active, p.State())
 	p.Release()
-	require.NoError(t, c.Close(ctx))
+	c.Break(nil)
+	require.NoError(t, c.Drain(ctx))
 	t.Logf("stats: %+v", st)
 }
 
@@ -231,7 +233,7 @@ func randomStep(t *testing.T, c *admission.Controller, pool *shared, rng *rand.R
 		c.SetLimits(limits(int64(2+rng.IntN(8)), int64(512<<10+rng.IntN(1<<20))))
 	case 17:
 		c.SetCPUConcurrency(1 + rng.IntN(3))
-		c.SetMaxQueueLength(rng.IntN(40))
+		c.SetMaxWaiters(rng.IntN(40))
 	case 18:
 		_ = c.Stats()
 		_ = c.Diagnostics(rng.IntN(4))

@@ -24,7 +24,7 @@ func evicted(t *testing.T, c *admission.Controller, memory int64) *admission.Per
 }
 
 func TestReadmit_ConcurrentCallsTakeTheBaseExactlyOnce(t *testing.T) {
-	c := admission.New("reads", limits(100, 1<<20), admission.WithCPUConcurrency(2))
+	c := admission.New(limits(100, 1<<20), admission.WithName("reads"), admission.WithCPUConcurrency(2))
 	stop := make(chan struct{})
 	defer backgroundN(c, stop, 3).Wait() // contention on the lock widens any gap between check and act
 	defer close(stop)
@@ -55,7 +55,7 @@ func TestReadmit_ConcurrentCallsTakeTheBaseExactlyOnce(t *testing.T) {
 
 func TestReadmit_SecondCallWhileTheFirstWaitsFailsClearly(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := admission.New("reads", limits(1, 100))
+		c := admission.New(limits(1, 100), admission.WithName("reads"))
 		p := evicted(t, c, 10)
 		holder := mustAcquire(t, c, "holder", 10)
 		first := make(chan error, 1)
@@ -76,7 +76,7 @@ func TestReadmit_SecondCallWhileTheFirstWaitsFailsClearly(t *testing.T) {
 }
 
 func TestReadmit_ReleaseRacingReadmitLeavesNothingHeld(t *testing.T) {
-	c := admission.New("reads", limits(100, 1<<20), admission.WithCPUConcurrency(2))
+	c := admission.New(limits(100, 1<<20), admission.WithName("reads"), admission.WithCPUConcurrency(2))
 	stop := make(chan struct{})
 	defer backgroundN(c, stop, 3).Wait()
 	defer close(stop)
@@ -111,7 +111,7 @@ func TestReadmit_ReleaseRacingReadmitLeavesNothingHeld(t *testing.T) {
 
 func TestReadmit_ReleaseWhileQueuedFailsTheReadmission(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := admission.New("reads", limits(1, 100))
+		c := admission.New(limits(1, 100), admission.WithName("reads"))
 		p := evicted(t, c, 10)
 		holder := mustAcquire(t, c, "holder", 10)
 		res := make(chan error, 1)

@@ -8,11 +8,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/fairsem/semaphore"
 	"github.com/fairsem/semaphore/admission"
 )
 
 func TestRelease_IsTerminalAtEveryEntryPoint(t *testing.T) {
-	c := admission.New("reads", limits(2, 100), admission.WithCPUConcurrency(1))
+	c := admission.New(limits(2, 100), admission.WithName("reads"), admission.WithCPUConcurrency(1))
 	p := mustAcquire(t, c, "scan", 10)
 	require.NoError(t, p.Consume(limits(0, 5)))
 	p.Release()
@@ -39,7 +40,7 @@ func TestRelease_IsTerminalAtEveryEntryPoint(t *testing.T) {
 
 func TestNeedCPU_AfterReleaseCountsNothing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := admission.New("reads", limits(4, 100), admission.WithCPUConcurrency(1))
+		c := admission.New(limits(4, 100), admission.WithName("reads"), admission.WithCPUConcurrency(1))
 		p := mustAcquire(t, c, "late", 10)
 		p.Release()
 		done := p.NeedCPU() // a goroutine that outlived Do
@@ -58,7 +59,7 @@ func TestNeedCPU_AfterReleaseCountsNothing(t *testing.T) {
 }
 
 func TestNeedCPU_MarkTakenBeforeReleaseIsDroppedByRelease(t *testing.T) {
-	c := admission.New("reads", limits(4, 100))
+	c := admission.New(limits(4, 100), admission.WithName("reads"))
 	p := mustAcquire(t, c, "scan", 10)
 	done := p.NeedCPU()
 	wait := p.Await()
@@ -76,7 +77,7 @@ func TestNeedCPU_MarkTakenBeforeReleaseIsDroppedByRelease(t *testing.T) {
 
 func TestRequestMemory_ReleaseFailsEveryPendingRequestAndNothingLeaks(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := admission.New("reads", limits(10, 100), admission.WithSerializeLimit(1))
+		c := admission.New(limits(10, 100), admission.WithName("reads"), admission.WithSerializeLimit(1))
 		a := mustAcquire(t, c, "a", 10)
 		b := mustAcquire(t, c, "b", 10)
 		require.NoError(t, b.RequestMemory(context.Background(), 100), "crosses the limit: b is blessed")
@@ -104,7 +105,7 @@ func TestRequestMemory_ReleaseFailsEveryPendingRequestAndNothingLeaks(t *testing
 
 func TestPark_FailsEveryPendingMemoryRequestAndNothingIsGrantedWhileParked(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := admission.New("reads", limits(10, 100), admission.WithSerializeLimit(1))
+		c := admission.New(limits(10, 100), admission.WithName("reads"), admission.WithSerializeLimit(1))
 		a := mustAcquire(t, c, "a", 10)
 		b := mustAcquire(t, c, "b", 10)
 		require.NoError(t, b.RequestMemory(context.Background(), 100))
@@ -130,7 +131,7 @@ func TestPark_FailsEveryPendingMemoryRequestAndNothingIsGrantedWhileParked(t *te
 
 func TestRequestMemory_SeveralPendingRequestsOfOnePermitAreGrantedInOrder(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := admission.New("reads", limits(10, 100), admission.WithSerializeLimit(1))
+		c := admission.New(limits(10, 100), admission.WithName("reads"), admission.WithSerializeLimit(1))
 		a := mustAcquire(t, c, "a", 10)
 		b := mustAcquire(t, c, "b", 10)
 		require.NoError(t, b.RequestMemory(context.Background(), 100))
@@ -151,7 +152,7 @@ func TestRequestMemory_SeveralPendingRequestsOfOnePermitAreGrantedInOrder(t *tes
 }
 
 func TestPark_FailsForAPermitThatIsNotActive(t *testing.T) {
-	c := admission.New("reads", limits(1, 100))
+	c := admission.New(limits(1, 100), admission.WithName("reads"))
 	p := mustAcquire(t, c, "paged", 10)
 	value := &closer{}
 	park(t, c, p, value)
@@ -163,7 +164,7 @@ func TestPark_FailsForAPermitThatIsNotActive(t *testing.T) {
 	require.ErrorIs(t, err, admission.ErrEvicted, "evicted")
 	assert.True(t, value.closed.Load())
 	p.Release()
-	other := admission.New("other", limits(1, 1))
+	other := admission.New(limits(1, 1), admission.WithName("other"))
 	q := mustAcquire(t, other, "q", 1)
 	assert.PanicsWithValue(t, `admission "reads": Park("q"): the permit belongs to controller "other"`, func() { _, _ = c.Park(q, nil) })
 	q.Release()
@@ -171,7 +172,7 @@ func TestPark_FailsForAPermitThatIsNotActive(t *testing.T) {
 
 func TestBreak_NamesEachWaitersOwnRequest(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := admission.New("reads", limits(1, 100), admission.WithSerializeLimit(1))
+		c := admission.New(limits(1, 100), admission.WithName("reads"), admission.WithSerializeLimit(1))
 		a := mustAcquire(t, c, "a", 10)
 		require.NoError(t, a.RequestMemory(context.Background(), 100)) // blessed, past the limit
 		b := c.Track("b")
@@ -181,32 +182,11 @@ func TestBreak_NamesEachWaitersOwnRequest(t *testing.T) {
 		c.Break(nil)
 		synctest.Wait()
 		err := <-mem
-		require.ErrorIs(t, err, admission.ErrBroken)
-		assert.Equal(t, `admission "reads": request memory "b" (memory 7B): broken`, err.Error())
+		require.ErrorIs(t, err, semaphore.ErrBroken)
+		assert.Equal(t, `admission "reads": request memory "b" (memory 7B): `+semaphore.ErrBroken.Error(), err.Error())
 		r := <-queued
-		assert.Equal(t, `admission "reads": admit "q" (memory 5B): broken`, r.err.Error())
+		assert.Equal(t, `admission "reads": admit "q" (memory 5B): `+semaphore.ErrBroken.Error(), r.err.Error())
 		a.Release()
 		b.Release()
-	})
-}
-
-func TestClose_NamesEachWaitersOwnRequest(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		c := admission.New("reads", limits(1, 100), admission.WithSerializeLimit(1))
-		a := mustAcquire(t, c, "a", 10)
-		require.NoError(t, a.RequestMemory(context.Background(), 100))
-		b := c.Track("b")
-		mem := make(chan error, 1)
-		go func() { mem <- b.RequestMemory(context.Background(), 7) }()
-		synctest.Wait()
-		closed := make(chan error, 1)
-		go func() { closed <- c.Close(context.Background()) }()
-		synctest.Wait()
-		err := <-mem
-		require.ErrorIs(t, err, admission.ErrClosed)
-		assert.Equal(t, `admission "reads": request memory "b" (memory 7B): closed while waiting`, err.Error())
-		a.Release()
-		b.Release()
-		require.NoError(t, <-closed)
 	})
 }

@@ -21,7 +21,7 @@ type Stats struct {
 	Shed                uint64 // refused for overload: queue full, or shed preemptively
 	TimedOut            uint64 // waits whose context deadline passed
 	Killed              uint64 // permits that hit the kill limit (once each)
-	PermitEvictions     uint64 // parked permits evicted for admission, explicitly or on Close
+	PermitEvictions     uint64 // parked permits evicted for admission, explicitly or on Break
 	TimeEvictions       uint64 // parked permits evicted by their TTL
 	TotalPermits        uint64 // permits ever created (Acquire and Track)
 
@@ -35,7 +35,7 @@ type Stats struct {
 
 // Stats returns a snapshot of the controller's counters and state.
 func (c *Controller) Stats() Stats {
-	c.mu.Lock()
+	c.lock()
 	defer c.unlock()
 	return c.statsLocked()
 }

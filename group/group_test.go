@@ -3,6 +3,7 @@ package group_test
 import (
 	"context"
 	"errors"
+	"math"
 	"runtime"
 	"strings"
 	"sync/atomic"
@@ -141,6 +142,19 @@ func TestGo_SemaphoreRefusalsGoToTheCaller(t *testing.T) {
 	assert.False(t, g.TryGo(1, never))
 	close(release)
 	assert.NoError(t, g.Wait())
+}
+
+func TestGo_WeightAboveMaxUnitsIsRefusedNotAPanic(t *testing.T) {
+	sem := semaphore.New(semaphore.MaxUnits)
+	g := group.New(sem)
+	never := func() error { t.Error("ran"); return nil }
+	for _, n := range []int64{semaphore.MaxUnits + 1, math.MaxInt64} {
+		require.ErrorIs(t, g.Go(context.Background(), n, never), semaphore.ErrTooLarge, "n=%d", n)
+		assert.False(t, g.TryGo(n, never), "n=%d", n)
+	}
+	require.NoError(t, g.Go(context.Background(), semaphore.MaxUnits, func() error { return nil }))
+	require.NoError(t, g.Wait())
+	assert.Equal(t, int64(semaphore.MaxUnits), sem.Available())
 }
 
 func TestTryGo_RunsOnlyWhenUnitsAreFreeAndNobodyWaits(t *testing.T) {

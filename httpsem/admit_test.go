@@ -15,7 +15,7 @@ import (
 )
 
 func TestAdmit_OpIsTheRoutePatternAndThePermitIsInTheContext(t *testing.T) {
-	ctrl := admission.New("api", admission.Resources{Count: 4, Memory: 1 << 20})
+	ctrl := admission.New(admission.Resources{Count: 4, Memory: 1 << 20}, admission.WithName("api"))
 	seen := make(chan *admission.Permit, 1)
 	mw := httpsem.Admit(ctrl, httpsem.WithMemory(func(r *http.Request) int64 { return 1000 }))
 	mux := http.NewServeMux()
@@ -35,7 +35,7 @@ func TestAdmit_OpIsTheRoutePatternAndThePermitIsInTheContext(t *testing.T) {
 }
 
 func TestAdmit_OpIsTheMethodWithoutARouteOrFromWithOp(t *testing.T) {
-	ctrl := admission.New("api", admission.Resources{Count: 4})
+	ctrl := admission.New(admission.Resources{Count: 4}, admission.WithName("api"))
 	ops := make(chan string, 2)
 	record := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ops <- httpsem.PermitFrom(r.Context()).Op()
@@ -49,7 +49,7 @@ func TestAdmit_OpIsTheMethodWithoutARouteOrFromWithOp(t *testing.T) {
 }
 
 func TestAdmit_FullQueueGetsOverloadStatusWithRetryAfter(t *testing.T) {
-	ctrl := admission.New("api", admission.Resources{Count: 1}, admission.WithMaxQueueLength(1))
+	ctrl := admission.New(admission.Resources{Count: 1}, admission.WithName("api"), admission.WithMaxWaiters(1))
 	h := newGated()
 	srv := serve(t, httpsem.Admit(ctrl, httpsem.WithStatus(http.StatusTooManyRequests))(h))
 	first := srv.get(t.Context(), "/1")
@@ -65,9 +65,9 @@ func TestAdmit_FullQueueGetsOverloadStatusWithRetryAfter(t *testing.T) {
 	assert.Equal(t, http.StatusOK, (<-second).code)
 }
 
-func TestAdmit_ClosedControllerGets503WithoutRetryAfter(t *testing.T) {
-	ctrl := admission.New("api", admission.Resources{Count: 1})
-	require.NoError(t, ctrl.Close(t.Context()))
+func TestAdmit_BrokenControllerGets503WithoutRetryAfter(t *testing.T) {
+	ctrl := admission.New(admission.Resources{Count: 1}, admission.WithName("api"))
+	ctrl.Break(nil)
 	srv := serve(t, httpsem.Admit(ctrl)(http.NotFoundHandler()))
 	got := <-srv.get(t.Context(), "/")
 	require.NoError(t, got.err)
@@ -76,7 +76,7 @@ func TestAdmit_ClosedControllerGets503WithoutRetryAfter(t *testing.T) {
 }
 
 func TestAdmit_ClientDisconnectingWhileQueuedLeavesTheQueue(t *testing.T) {
-	ctrl := admission.New("api", admission.Resources{Count: 1})
+	ctrl := admission.New(admission.Resources{Count: 1}, admission.WithName("api"))
 	h := newGated()
 	srv := serve(t, httpsem.Admit(ctrl)(h))
 	first := srv.get(t.Context(), "/1")
@@ -94,7 +94,7 @@ func TestAdmit_ClientDisconnectingWhileQueuedLeavesTheQueue(t *testing.T) {
 }
 
 func TestAdmit_WaitTimeoutGetsOverloadStatus(t *testing.T) {
-	ctrl := admission.New("api", admission.Resources{Count: 1})
+	ctrl := admission.New(admission.Resources{Count: 1}, admission.WithName("api"))
 	h := newGated()
 	// The first request is admitted without a timeout, so that however short
 	// the second one's is, it cannot refuse the first (Admit cannot try first).
@@ -114,7 +114,7 @@ func TestAdmit_WaitTimeoutGetsOverloadStatus(t *testing.T) {
 }
 
 func TestAdmit_NegativeMemoryPanicsAndPanicReleasesThePermit(t *testing.T) {
-	ctrl := admission.New("api", admission.Resources{Count: 1})
+	ctrl := admission.New(admission.Resources{Count: 1}, admission.WithName("api"))
 	bad := httpsem.Admit(ctrl, httpsem.WithMemory(func(*http.Request) int64 { return -5 }))(http.NotFoundHandler())
 	assert.PanicsWithValue(t, "httpsem: memory estimate -5 for GET /m: negative", func() {
 		bad.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/m", nil))

@@ -19,8 +19,8 @@
 // ended while it waited) gets the overload status, 503 Service Unavailable by
 // default or 429 Too Many Requests with WithStatus, and a Retry-After header
 // (1 second by default, WithRetryAfter). A request that cannot be served here
-// at all gets 503 without Retry-After: the semaphore or controller is broken or
-// closed (the server is going away), or the request's weight is larger than the
+// at all gets 503 without Retry-After: the semaphore or controller is broken
+// (the server is going away), or the request's weight is larger than the
 // semaphore's capacity (it would never fit). The body is the status text only:
 // error messages, which name the semaphore, stay on the server.
 //
@@ -29,7 +29,7 @@
 // The anchor is chi's middleware.ThrottleBacklog(limit, backlog, timeout).
 //
 //   - The backlog is the semaphore's own bound, semaphore.WithMaxWaiters (for
-//     Admit, admission.WithMaxQueueLength), not a second counter in the
+//     Admit, admission.WithMaxWaiters), not a second counter in the
 //     middleware: one place decides, and the same bound holds when the
 //     semaphore is shared with other users. chi counts a separate backlog.
 //   - Waiters are admitted in FIFO order, weights included; chi's tokens are a

@@ -37,8 +37,8 @@ func ExampleLimit() {
 // Admission by count and memory, the operation named by the route, and the
 // permit available to the handler.
 func ExampleAdmit() {
-	ctrl := admission.New("api", admission.Resources{Count: 8, Memory: 64 << 20},
-		admission.WithMaxQueueLength(100))
+	ctrl := admission.New(admission.Resources{Count: 8, Memory: 64 << 20}, admission.WithName("api"),
+		admission.WithMaxWaiters(100))
 	admit := httpsem.Admit(ctrl, httpsem.WithMemory(func(r *http.Request) int64 {
 		return 1 << 20 // the estimate for one request
 	}))

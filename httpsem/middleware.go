@@ -59,9 +59,9 @@ func Limit(s *semaphore.Semaphore, opts ...Option) func(http.Handler) http.Handl
 // panics. The handler finds its permit with PermitFrom.
 //
 // A request that cannot be admitted at once waits in ctrl's FIFO queue, bounded
-// by its WithMaxQueueLength. It is refused, never left hanging, when the queue
+// by its WithMaxWaiters. It is refused, never left hanging, when the queue
 // is full, when ctrl sheds it, when WithTimeout passes, when the request's
-// context ends, and when ctrl is broken or closed; see the package
+// context ends, and when ctrl is broken; see the package
 // documentation for the responses. Admit panics if ctrl is nil or an option
 // applies only to Limit.
 func Admit(ctrl *admission.Controller, opts ...Option) func(http.Handler) http.Handler {
@@ -132,8 +132,9 @@ func (c *config) waitContext(r *http.Request) (context.Context, context.CancelFu
 // it can never be served here, the overload status with Retry-After otherwise.
 func (c *config) refuse(w http.ResponseWriter, err error) {
 	code := c.status
-	if errors.Is(err, semaphore.ErrBroken) || errors.Is(err, semaphore.ErrTooLarge) ||
-		errors.Is(err, admission.ErrBroken) || errors.Is(err, admission.ErrClosed) {
+	// One check serves Limit and Admit: admission's errors match the core's
+	// sentinels for the meanings they share.
+	if errors.Is(err, semaphore.ErrBroken) || errors.Is(err, semaphore.ErrTooLarge) {
 		code = http.StatusServiceUnavailable
 	} else if v := c.retryAfterValue(); v != "" {
 		w.Header().Set("Retry-After", v)

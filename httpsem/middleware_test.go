@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
@@ -172,6 +173,8 @@ func TestLimit_WaitTimeoutGetsOverloadStatus(t *testing.T) {
 		{"retry after rounds up", []httpsem.Option{httpsem.WithRetryAfter(1500 * time.Millisecond)}, http.StatusServiceUnavailable, "2"},
 		{"retry after below a second", []httpsem.Option{httpsem.WithRetryAfter(time.Millisecond)}, http.StatusServiceUnavailable, "1"},
 		{"no retry after", []httpsem.Option{httpsem.WithRetryAfter(0)}, http.StatusServiceUnavailable, ""},
+		// The largest duration rounds up without overflowing into a negative header.
+		{"retry after the largest duration", []httpsem.Option{httpsem.WithRetryAfter(math.MaxInt64)}, http.StatusServiceUnavailable, "9223372037"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sem := semaphore.New(1)
@@ -210,15 +213,19 @@ func TestLimit_BrokenGets503WithoutRetryAfter(t *testing.T) {
 }
 
 func TestLimit_WeightLargerThanCapacityGets503AtOnce(t *testing.T) {
-	sem := semaphore.New(2)
-	var called atomic.Bool
-	srv := serve(t, httpsem.Limit(sem, httpsem.WithWeight(func(*http.Request) int64 { return 3 }))(
-		http.HandlerFunc(func(http.ResponseWriter, *http.Request) { called.Store(true) })))
-	got := <-srv.get(t.Context(), "/")
-	require.NoError(t, got.err)
-	assert.Equal(t, http.StatusServiceUnavailable, got.code)
-	assert.Empty(t, got.retryAfter, "retrying cannot help")
-	assert.False(t, called.Load())
+	// Up to the largest weight: above semaphore.MaxUnits too, a refusal, not a panic.
+	for _, weight := range []int64{3, semaphore.MaxUnits + 1, math.MaxInt64} {
+		sem := semaphore.New(2)
+		var called atomic.Bool
+		srv := serve(t, httpsem.Limit(sem, httpsem.WithWeight(func(*http.Request) int64 { return weight }))(
+			http.HandlerFunc(func(http.ResponseWriter, *http.Request) { called.Store(true) })))
+		got := <-srv.get(t.Context(), "/")
+		require.NoError(t, got.err)
+		assert.Equal(t, http.StatusServiceUnavailable, got.code, "weight %d", weight)
+		assert.Empty(t, got.retryAfter, "retrying cannot help")
+		assert.False(t, called.Load())
+		assert.Equal(t, int64(2), sem.Available())
+	}
 }
 
 // A client that gives up while its request waits: the request's context ends,
@@ -275,7 +282,7 @@ func TestLimit_NegativeWeightPanics(t *testing.T) {
 
 func TestOptions_InvalidValuesPanic(t *testing.T) {
 	sem := semaphore.New(1)
-	ctrl := admission.New("test", admission.Resources{Count: 1})
+	ctrl := admission.New(admission.Resources{Count: 1}, admission.WithName("test"))
 	for name, f := range map[string]func(){
 		"WithTimeout(0)":        func() { httpsem.WithTimeout(0) },
 		"WithTimeout(-1)":       func() { httpsem.WithTimeout(-1) },
@@ -303,7 +310,7 @@ func TestTimeout_NeverRefusesARequestThatNeedsNoWait(t *testing.T) {
 		"Limit": httpsem.Limit(semaphore.New(1), httpsem.WithTimeout(time.Nanosecond)),
 		// Admit cannot try without waiting; a timeout well above the time to
 		// reach the controller is what it guarantees this for.
-		"Admit": httpsem.Admit(admission.New("api", admission.Resources{Count: 1}), httpsem.WithTimeout(time.Minute)),
+		"Admit": httpsem.Admit(admission.New(admission.Resources{Count: 1}, admission.WithName("api")), httpsem.WithTimeout(time.Minute)),
 	} {
 		for range 100 {
 			rec := httptest.NewRecorder()

@@ -63,8 +63,8 @@ func WithTimeout(d time.Duration) Option {
 }
 
 // WithRetryAfter sets the Retry-After header sent with overload responses, in
-// whole seconds rounded up (default 1 second). 0 sends none. It panics if d is
-// negative.
+// whole seconds rounded up (default 1 second), for any d up to the largest
+// Duration. 0 sends none. It panics if d is negative.
 func WithRetryAfter(d time.Duration) Option {
 	if d < 0 {
 		panic("httpsem: WithRetryAfter(" + d.String() + "): negative duration")
@@ -94,7 +94,13 @@ func (c *config) retryAfterValue() string {
 	if c.retryAfter <= 0 {
 		return ""
 	}
-	return strconv.FormatInt(int64((c.retryAfter+time.Second-1)/time.Second), 10)
+	// Rounded up from the quotient, not by adding a second first, which would
+	// overflow for durations within a second of the largest.
+	s := c.retryAfter / time.Second
+	if c.retryAfter%time.Second != 0 {
+		s++
+	}
+	return strconv.FormatInt(int64(s), 10)
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }

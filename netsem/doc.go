@@ -25,6 +25,10 @@
 //     wrapped listener's Accept. netutil instead calls it and relies on the
 //     closed listener to fail. When Close and Break both happened, Accept reports
 //     the close.
+//   - LimitListener takes any n >= 1, as netutil does: an n above
+//     semaphore.MaxUnits (math.MaxInt for "no limit") is taken as MaxUnits, a
+//     limit no process reaches, rather than the core's panic for a capacity out
+//     of range.
 //   - LimitListener panics if n < 1, and Listener on a semaphore of capacity 0
 //     fails Accept at once with an error matching semaphore.ErrTooLarge: a
 //     listener that can never accept is a mistake to report, not a hang.

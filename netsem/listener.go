@@ -33,12 +33,16 @@ func Listener(l net.Listener, s *semaphore.Semaphore) net.Listener {
 
 // LimitListener returns a listener that accepts at most n simultaneous
 // connections from l, like golang.org/x/net/netutil.LimitListener, on a
-// semaphore of its own. It panics if n < 1.
+// semaphore of its own. An n above semaphore.MaxUnits (such as math.MaxInt, for
+// "no limit") is taken as semaphore.MaxUnits: no process holds 2^44 connections.
+// It panics if n < 1.
 func LimitListener(l net.Listener, n int) net.Listener {
 	if n < 1 {
 		panic("netsem: LimitListener: n must be at least 1, got " + strconv.Itoa(n))
 	}
-	return Listener(l, semaphore.New(int64(n), semaphore.WithName("netsem.LimitListener")))
+	// In int64, where both fit whatever the size of int.
+	capacity := min(int64(n), semaphore.MaxUnits)
+	return Listener(l, semaphore.New(capacity, semaphore.WithName("netsem.LimitListener")))
 }
 
 type listener struct {

@@ -3,6 +3,7 @@ package netsem_test
 import (
 	"errors"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"sync"
@@ -263,6 +264,16 @@ func TestListener_SharedSemaphoreBoundsBothAndCloseIsPerListener(t *testing.T) {
 	require.NoError(t, r.err, "closing a did not close b")
 	require.NoError(t, r.conn.Close())
 	assert.Equal(t, int64(1), s.Available())
+}
+
+func TestLimitListener_AboveMaxUnitsIsClampedNotAPanic(t *testing.T) {
+	for _, n := range []int{semaphore.MaxUnits, semaphore.MaxUnits + 1, math.MaxInt} {
+		ln := netsem.LimitListener(listen(t), n)
+		dial(t, ln)
+		c, err := ln.Accept()
+		require.NoError(t, err, "n=%d", n)
+		require.NoError(t, c.Close())
+	}
 }
 
 func TestLimitListener_PanicsBelowOne(t *testing.T) {

@@ -346,17 +346,17 @@ func (s *plain) drained() error {
 type controlled struct{ ctrl *admission.Controller }
 
 func newControlled(shedding bool) *controlled {
-	opts := []admission.Option{admission.WithCPUConcurrency(cpuLimit)}
+	opts := []admission.Option{admission.WithName("api"), admission.WithCPUConcurrency(cpuLimit)}
 	if shedding {
-		opts = append(opts, admission.WithMaxQueueLength(queueBound), admission.WithShedFactor(shedFactor))
+		opts = append(opts, admission.WithMaxWaiters(queueBound), admission.WithShedFactor(shedFactor))
 	}
-	return &controlled{admission.New("api", admission.Resources{Count: countLimit, Memory: memoryLimit}, opts...)}
+	return &controlled{admission.New(admission.Resources{Count: countLimit, Memory: memoryLimit}, opts...)}
 }
 
 func (s *controlled) serve(ctx context.Context, cost int64, inFlight *memoryGauge) (outcome, time.Time, error) {
 	p, err := s.ctrl.Acquire(ctx, "query", cost)
 	switch {
-	case errors.Is(err, admission.ErrQueueFull), errors.Is(err, admission.ErrShed):
+	case errors.Is(err, semaphore.ErrQueueFull), errors.Is(err, admission.ErrShed):
 		return shed, time.Now(), nil
 	case errors.Is(err, context.DeadlineExceeded):
 		return timedOutQueued, time.Now(), nil
@@ -387,7 +387,8 @@ func (s *controlled) drained() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	return s.ctrl.Close(ctx)
+	s.ctrl.Break(nil)
+	return s.ctrl.Drain(ctx)
 }
 
 func report(out io.Writer, r *result, l load) {

@@ -41,7 +41,7 @@ func main() {
 
 func run(out io.Writer) error {
 	searches := semaphore.New(limit, semaphore.WithMaxWaiters(backlog), semaphore.WithName("search"))
-	reports := admission.New("reports", admission.Resources{Count: 2, Memory: 8 << 20})
+	reports := admission.New(admission.Resources{Count: 2, Memory: 8 << 20}, admission.WithName("reports"))
 
 	var active, peak atomic.Int64
 	hold := make(chan struct{}) // closed to let every held search finish

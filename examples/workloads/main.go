@@ -67,14 +67,14 @@ func main() {
 func run(w io.Writer, l load) ([]result, error) {
 	var out []result
 
-	one := admission.New("shared", admission.Resources{Count: countLimit, Memory: totalMemory})
+	one := admission.New(admission.Resources{Count: countLimit, Memory: totalMemory}, admission.WithName("shared"))
 	rs := serve(l, "one controller", one, one, nil)
 	out = append(out, rs...)
 	if err := drained(one.Stats()); err != nil {
 		return nil, err
 	}
 
-	g := admission.NewGroup("server", admission.Resources{Count: countLimit, Memory: totalMemory},
+	g := admission.NewGroup(admission.Resources{Count: countLimit, Memory: totalMemory}, admission.WithName("server"),
 		admission.WithSharedPool(poolShare))
 	steady, bursty := g.Add("steady", 1), g.Add("bursty", 1)
 	rs = serve(l, "group", steady, bursty, g)

@@ -81,7 +81,7 @@ func NewAdmissionMetrics(meter metric.Meter, ctrl *admission.Controller, opts ..
 	killed, errs[13] = meter.Int64ObservableCounter("admission.killed", metric.WithUnit("{permit}"),
 		metric.WithDescription("Permits that hit the memory kill limit."))
 	evictions, errs[14] = meter.Int64ObservableCounter("admission.evictions", metric.WithUnit("{permit}"),
-		metric.WithDescription("Parked permits evicted, by admission.eviction.reason: demand (admission, explicit, Close) or ttl."))
+		metric.WithDescription("Parked permits evicted, by admission.eviction.reason: demand (admission, explicit, Break) or ttl."))
 	total, errs[15] = meter.Int64ObservableCounter("admission.permits.created", metric.WithUnit("{permit}"),
 		metric.WithDescription("Permits ever created (Acquire and Track)."))
 	if err := errors.Join(errs[:]...); err != nil {
@@ -137,7 +137,7 @@ func (m *AdmissionMetrics) Acquire(ctx context.Context, op string, memory int64,
 	start := time.Now()
 	p, err := m.ctrl.Acquire(ctx, op, memory, opts...)
 	m.wait.Record(context.WithoutCancel(ctx), time.Since(start).Seconds(),
-		metric.WithAttributes(m.name, keyOperation.String(op), keyAdmOutcome.String(admissionOutcome(err))))
+		metric.WithAttributes(m.name, keyOperation.String(op), keyAdmOutcome.String(admission.OutcomeOf(err))))
 	m.acquiring.Add(context.WithoutCancel(ctx), -1, opAttr)
 	return p, err
 }
@@ -152,26 +152,4 @@ func (m *AdmissionMetrics) Do(ctx context.Context, op string, memory int64, fn f
 	}
 	defer p.Release()
 	return fn(ctx, p)
-}
-
-// admissionOutcome names how an Acquire ended, for admission.outcome.
-func admissionOutcome(err error) string {
-	switch {
-	case err == nil:
-		return "admitted"
-	case errors.Is(err, admission.ErrQueueFull):
-		return "queue_full"
-	case errors.Is(err, admission.ErrShed):
-		return "shed"
-	case errors.Is(err, admission.ErrTimedOut), errors.Is(err, context.DeadlineExceeded):
-		return "timed_out"
-	case errors.Is(err, admission.ErrBroken):
-		return "broken"
-	case errors.Is(err, admission.ErrClosed):
-		return "closed"
-	case errors.Is(err, context.Canceled):
-		return "cancelled"
-	default:
-		return "error"
-	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/attribute"
 
+	"github.com/fairsem/semaphore"
 	"github.com/fairsem/semaphore/admission"
 	"github.com/fairsem/semaphore/metrics/otel"
 )
@@ -20,7 +21,7 @@ var reads = attribute.String("admission.controller.name", "reads")
 func TestAdmissionMetrics_ObserveStatsAndPerOpWaits(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		meter, reader := newMeter(t)
-		ctrl := admission.New("reads", admission.Resources{Count: 1, Memory: 1000})
+		ctrl := admission.New(admission.Resources{Count: 1, Memory: 1000}, admission.WithName("reads"))
 		m, err := otel.NewAdmissionMetrics(meter, ctrl, otel.WithBuckets(1, 5))
 		require.NoError(t, err)
 
@@ -29,7 +30,7 @@ func TestAdmissionMetrics_ObserveStatsAndPerOpWaits(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		_, err = m.Acquire(ctx, "get", 100)
-		assert.ErrorIs(t, err, admission.ErrTimedOut)
+		assert.ErrorIs(t, err, semaphore.ErrTimedOut)
 		scanned := make(chan error)
 		go func() {
 			scanned <- m.Do(context.Background(), "scan", 200, func(context.Context, *admission.Permit) error {
@@ -86,7 +87,7 @@ func TestAdmissionMetrics_ObserveStatsAndPerOpWaits(t *testing.T) {
 
 func TestAdmissionMetrics_OutcomeOfEachFailure(t *testing.T) {
 	meter, reader := newMeter(t)
-	ctrl := admission.New("reads", admission.Resources{Count: 1}, admission.WithMaxQueueLength(1))
+	ctrl := admission.New(admission.Resources{Count: 1}, admission.WithName("reads"), admission.WithMaxWaiters(1))
 	m, err := otel.NewAdmissionMetrics(meter, ctrl)
 	require.NoError(t, err)
 	held, err := m.Acquire(context.Background(), "op", 0)
@@ -102,9 +103,9 @@ func TestAdmissionMetrics_OutcomeOfEachFailure(t *testing.T) {
 	}()
 	require.Eventually(t, func() bool { return ctrl.Stats().Queued == 1 }, 10*time.Second, time.Millisecond)
 	_, err = m.Acquire(context.Background(), "op", 0)
-	assert.ErrorIs(t, err, admission.ErrQueueFull)
+	assert.ErrorIs(t, err, semaphore.ErrQueueFull)
 	ctrl.Break(errors.New("down"))
-	assert.ErrorIs(t, <-queued, admission.ErrBroken)
+	assert.ErrorIs(t, <-queued, semaphore.ErrBroken)
 	held.Release()
 
 	c := collect(t, reader)
@@ -117,7 +118,7 @@ func TestAdmissionMetrics_OutcomeOfEachFailure(t *testing.T) {
 
 func TestNewAdmissionMetrics_InvalidBucketsPanic(t *testing.T) {
 	meter, _ := newMeter(t)
-	ctrl := admission.New("reads", admission.Resources{Count: 1})
+	ctrl := admission.New(admission.Resources{Count: 1}, admission.WithName("reads"))
 	requirePanic(t, "otel: NewAdmissionMetrics: WithBuckets([3 2]): bounds must increase", func() {
 		_, _ = otel.NewAdmissionMetrics(meter, ctrl, otel.WithBuckets(3, 2))
 	})

@@ -48,7 +48,7 @@ func ExampleNewAdmissionMetrics() {
 	provider := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
 	defer provider.Shutdown(context.Background())
 
-	ctrl := admission.New("reads", admission.Resources{Count: 10, Memory: 1 << 20})
+	ctrl := admission.New(admission.Resources{Count: 10, Memory: 1 << 20}, admission.WithName("reads"))
 	m, err := otel.NewAdmissionMetrics(provider.Meter("example"), ctrl)
 	if err != nil {
 		panic(err)

@@ -2,7 +2,6 @@ package prom
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -38,7 +37,7 @@ var (
 	descShed         = prometheus.NewDesc("admission_shed_total", "Requests refused for overload: queue full, or shed preemptively.", admLabels, nil)
 	descAdmTimedOut  = prometheus.NewDesc("admission_timed_out_total", "Waits whose context deadline passed.", admLabels, nil)
 	descKilled       = prometheus.NewDesc("admission_killed_total", "Permits that hit the memory kill limit.", admLabels, nil)
-	descEvictions    = prometheus.NewDesc("admission_evictions_total", "Parked permits evicted: for admission, explicitly or on Close (demand), or by their TTL (ttl).", []string{"controller", "reason"}, nil)
+	descEvictions    = prometheus.NewDesc("admission_evictions_total", "Parked permits evicted: for admission, explicitly or on Break (demand), or by their TTL (ttl).", []string{"controller", "reason"}, nil)
 	descPermitsMade  = prometheus.NewDesc("admission_permits_created_total", "Permits ever created (Acquire and Track).", admLabels, nil)
 	descQueueLength  = prometheus.NewDesc("admission_queue_length", "Requests in a queue now.", []string{"controller", "queue"}, nil)
 	descInactive     = prometheus.NewDesc("admission_inactive_permits", "Parked permits now.", admLabels, nil)
@@ -77,7 +76,7 @@ func (c *AdmissionCollector) Acquire(ctx context.Context, op string, memory int6
 	g.Inc()
 	start := time.Now()
 	p, err := c.ctrl.Acquire(ctx, op, memory, opts...)
-	c.wait.WithLabelValues(op, admissionOutcome(err)).Observe(time.Since(start).Seconds())
+	c.wait.WithLabelValues(op, admission.OutcomeOf(err)).Observe(time.Since(start).Seconds())
 	g.Dec()
 	return p, err
 }
@@ -92,28 +91,6 @@ func (c *AdmissionCollector) Do(ctx context.Context, op string, memory int64, fn
 	}
 	defer p.Release()
 	return fn(ctx, p)
-}
-
-// admissionOutcome names how an Acquire ended, for the outcome label.
-func admissionOutcome(err error) string {
-	switch {
-	case err == nil:
-		return "admitted"
-	case errors.Is(err, admission.ErrQueueFull):
-		return "queue_full"
-	case errors.Is(err, admission.ErrShed):
-		return "shed"
-	case errors.Is(err, admission.ErrTimedOut), errors.Is(err, context.DeadlineExceeded):
-		return "timed_out"
-	case errors.Is(err, admission.ErrBroken):
-		return "broken"
-	case errors.Is(err, admission.ErrClosed):
-		return "closed"
-	case errors.Is(err, context.Canceled):
-		return "cancelled"
-	default:
-		return "error"
-	}
 }
 
 // Describe implements prometheus.Collector.

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/fairsem/semaphore"
 	"github.com/fairsem/semaphore/admission"
 	"github.com/fairsem/semaphore/metrics/prom"
 )
@@ -77,7 +78,7 @@ admission_wait_duration_seconds_count{controller="reads",op="scan",outcome="admi
 
 func TestAdmissionCollector_ExportsStatsAndPerOpWaits(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ctrl := admission.New("reads", admission.Resources{Count: 1, Memory: 1000})
+		ctrl := admission.New(admission.Resources{Count: 1, Memory: 1000}, admission.WithName("reads"))
 		c := prom.NewAdmissionCollector(ctrl, prom.WithBuckets(1, 5))
 		reg := prometheus.NewPedanticRegistry()
 		require.NoError(t, reg.Register(c))
@@ -87,7 +88,7 @@ func TestAdmissionCollector_ExportsStatsAndPerOpWaits(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		_, err = c.Acquire(ctx, "get", 100)
-		assert.ErrorIs(t, err, admission.ErrTimedOut)
+		assert.ErrorIs(t, err, semaphore.ErrTimedOut)
 
 		scanned := make(chan error)
 		go func() {
@@ -119,7 +120,7 @@ func TestAdmissionCollector_ExportsStatsAndPerOpWaits(t *testing.T) {
 }
 
 func TestAdmissionCollector_LabelsEachOutcome(t *testing.T) {
-	ctrl := admission.New("reads", admission.Resources{Count: 1, Memory: 1000}, admission.WithMaxQueueLength(1))
+	ctrl := admission.New(admission.Resources{Count: 1, Memory: 1000}, admission.WithName("reads"), admission.WithMaxWaiters(1))
 	c := prom.NewAdmissionCollector(ctrl, prom.WithBuckets(1))
 	held, err := c.Acquire(context.Background(), "op", 0)
 	require.NoError(t, err)
@@ -135,11 +136,11 @@ func TestAdmissionCollector_LabelsEachOutcome(t *testing.T) {
 	}()
 	require.Eventually(t, func() bool { return ctrl.Stats().Queued == 1 }, 10*time.Second, time.Millisecond)
 	_, err = c.Acquire(context.Background(), "op", 0)
-	assert.ErrorIs(t, err, admission.ErrQueueFull)
+	assert.ErrorIs(t, err, semaphore.ErrQueueFull)
 	ctrl.Break(errors.New("down"))
-	assert.ErrorIs(t, <-queued, admission.ErrBroken)
+	assert.ErrorIs(t, <-queued, semaphore.ErrBroken)
 	held.Release()
-	require.NoError(t, ctrl.Close(context.Background()))
+	require.NoError(t, ctrl.Drain(context.Background()))
 	_, err = c.Acquire(context.Background(), "op", 0)
 	assert.Error(t, err)
 
@@ -175,7 +176,7 @@ func countSeries(t *testing.T, c prometheus.Collector, match string) int {
 }
 
 func TestNewAdmissionCollector_InvalidBucketsPanic(t *testing.T) {
-	ctrl := admission.New("reads", admission.Resources{Count: 1})
+	ctrl := admission.New(admission.Resources{Count: 1}, admission.WithName("reads"))
 	requirePanic(t, "prom: NewAdmissionCollector: WithBuckets([3 2]): bounds must increase", func() {
 		prom.NewAdmissionCollector(ctrl, prom.WithBuckets(3, 2))
 	})

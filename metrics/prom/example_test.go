@@ -40,7 +40,7 @@ semaphore_timed_out_total{semaphore="db"} 1
 
 // An AdmissionCollector exports a controller; its Do measures each operation.
 func ExampleNewAdmissionCollector() {
-	ctrl := admission.New("reads", admission.Resources{Count: 10, Memory: 1 << 20})
+	ctrl := admission.New(admission.Resources{Count: 10, Memory: 1 << 20}, admission.WithName("reads"))
 	c := prom.NewAdmissionCollector(ctrl)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(c)
