@@ -90,8 +90,8 @@ func ExampleUnitsFrom() {
 // Admission through a controller; the handler accounts its memory on the
 // permit.
 func ExamplePermitFrom() {
-	ctrl := admission.New("rpc", admission.Resources{Count: 100, Memory: 256 << 20},
-		admission.WithMaxQueueLength(1000))
+	ctrl := admission.New(admission.Resources{Count: 100, Memory: 256 << 20}, admission.WithName("rpc"),
+		admission.WithMaxWaiters(1000))
 	estimate := func(_ context.Context, c grpcsem.Call) int64 {
 		if m, ok := c.Request.(*echo.Message); ok {
 			return int64(len(m.Text)) * 4

@@ -338,7 +338,7 @@ func TestUnaryServer_PanicReleasesUnits(t *testing.T) {
 func TestServer_AdmissionPermitReachesTheHandler(t *testing.T) {
 	for _, tr := range transports {
 		t.Run(tr, func(t *testing.T) {
-			ctrl := admission.New("calls", admission.Resources{Count: 1, Memory: 1 << 20}, admission.WithMaxQueueLength(1))
+			ctrl := admission.New(admission.Resources{Count: 1, Memory: 1 << 20}, admission.WithName("calls"), admission.WithMaxWaiters(1))
 			g := newGate()
 			svc := &service{unary: func(ctx context.Context, in *echo.Message) (*echo.Message, error) {
 				p := grpcsem.PermitFrom(ctx)
@@ -366,7 +366,8 @@ func TestServer_AdmissionPermitReachesTheHandler(t *testing.T) {
 			close(g.release)
 			require.NoError(t, <-holder)
 			require.NoError(t, <-queued)
-			require.NoError(t, ctrl.Close(t.Context()), "every permit released")
+			ctrl.Break(nil)
+			require.NoError(t, ctrl.Drain(t.Context()), "every permit released")
 			_, err = echo.Call(t.Context(), cc, "closed", grpc.Trailer(&trailer))
 			assert.Equal(t, codes.ResourceExhausted, status.Code(err), "%v", err)
 		})

@@ -36,18 +36,15 @@ func (c *config) refusal(ctx context.Context, err error) (st *status.Status, pus
 	case errors.Is(err, semaphore.ErrTooLarge):
 		// It would never fit: a retry cannot help, so tell the client not to.
 		return c.status(codes.ResourceExhausted, "request larger than capacity", err), "-1"
-	case errors.Is(err, semaphore.ErrBroken), errors.Is(err, admission.ErrBroken):
+	case errors.Is(err, semaphore.ErrBroken):
 		// Going away: no pushback, so that the client backs off by itself and
 		// its retry may reach another backend.
 		return c.status(c.code, "not admitting: broken", err), ""
-	case errors.Is(err, admission.ErrClosed):
-		return c.status(c.code, "not admitting: closed", err), ""
-	case errors.Is(err, semaphore.ErrQueueFull), errors.Is(err, admission.ErrQueueFull):
-		return overload("wait queue full")
-	case errors.Is(err, admission.ErrShed):
+	case errors.Is(err, admission.ErrShed): // before queue full, which it also matches
 		return overload("shed")
-	case errors.Is(err, semaphore.ErrTimedOut), errors.Is(err, admission.ErrTimedOut),
-		errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, semaphore.ErrQueueFull):
+		return overload("wait queue full")
+	case errors.Is(err, semaphore.ErrTimedOut), errors.Is(err, context.DeadlineExceeded):
 		// The call's context is alive, so the deadline was WithTimeout's.
 		return overload("not admitted within " + c.timeout.String())
 	}

@@ -74,7 +74,7 @@ func stormOnce(t *testing.T, tr, kind string, calls int) {
 	server := semaphore.New(capacity, semaphore.WithMaxWaiters(8))
 	client := semaphore.New(10 * capacity) // lets more through than the server takes
 	serverLim := grpcsem.Semaphore(server, func(ctx context.Context, _ grpcsem.Call) int64 { return weightOf(ctx) })
-	ctrl := admission.New("storm", admission.Resources{Count: 100, Memory: 100 * capacity}, admission.WithMaxQueueLength(8))
+	ctrl := admission.New(admission.Resources{Count: 100, Memory: 100 * capacity}, admission.WithName("storm"), admission.WithMaxWaiters(8))
 	if kind == "admission" {
 		serverLim = grpcsem.Admission(ctrl, func(ctx context.Context, _ grpcsem.Call) int64 { return 100 * weightOf(ctx) })
 	}
@@ -124,7 +124,8 @@ func stormOnce(t *testing.T, tr, kind string, calls int) {
 			"every unit back: %v", s)
 		assert.Zero(t, s.Waiters())
 	}
-	require.NoError(t, ctrl.Close(t.Context()), "every permit released")
+	ctrl.Break(nil)
+	require.NoError(t, ctrl.Drain(t.Context()), "every permit released")
 	assert.Zero(t, ctrl.Stats().Queued)
 }
 
