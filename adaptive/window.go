@@ -4,10 +4,11 @@ import "time"
 
 // window accumulates the samples of calls until it closes into one Sample.
 // It closes when it has at least minSamples calls and has been open at least
-// clamp(2 x mean RTT, minTime, maxTime): long enough for the calls started
+// clamp(2 x mean RTT, minTime, maxTime), counted from its first call's grant:
+// long enough for the calls started
 // under the previous limit to have finished, as in Netflix's WindowedLimit.
 type window struct {
-	start    time.Time     // first call's end; zero while empty
+	start    time.Time     // first call's grant; zero while empty
 	count    int           // calls, dropped included
 	drops    int           // dropped calls
 	rttSum   time.Duration // round trips of the calls not dropped
@@ -18,7 +19,7 @@ type window struct {
 // add records one call that ended at now.
 func (w *window) add(now time.Time, rtt time.Duration, inFlight int, dropped bool) {
 	if w.count == 0 {
-		w.start = now
+		w.start = now.Add(-rtt)
 	}
 	w.count++
 	w.inFlight = max(w.inFlight, inFlight)

@@ -1,0 +1,243 @@
+package adaptive_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fairsem/semaphore"
+	"github.com/fairsem/semaphore/adaptive"
+	"github.com/fairsem/semaphore/admission"
+)
+
+// script is an Algorithm that answers each window with the next of its
+// limits, and keeps the samples it was given.
+type script struct {
+	limits  []int
+	limit   int
+	samples []adaptive.Sample
+}
+
+func (s *script) Limit() int { return s.limit }
+
+func (s *script) Update(x adaptive.Sample) int {
+	s.samples = append(s.samples, x)
+	if len(s.limits) > 0 {
+		s.limit, s.limits = s.limits[0], s.limits[1:]
+	}
+	return s.limit
+}
+
+func TestNew_ResizesTheSemaphoreToTheInitialLimit(t *testing.T) {
+	sem := semaphore.New(100)
+	l := adaptive.New(sem, &script{limit: 7})
+	assert.Equal(t, int64(7), sem.Capacity())
+	assert.Equal(t, 7, l.Limit())
+}
+
+func TestLimiter_MeasuresRoundTripFromGrantAndInFlightAtStart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		alg := &script{limit: 4}
+		l := adaptive.New(semaphore.New(4), alg, adaptive.WithWindow(2, 0, 40*time.Millisecond))
+		a, err := l.Acquire(context.Background())
+		require.NoError(t, err)
+		time.Sleep(10 * time.Millisecond)
+		b, err := l.Acquire(context.Background())
+		require.NoError(t, err)
+		assert.Equal(t, 2, l.InFlight())
+		time.Sleep(30 * time.Millisecond)
+		a.Done(adaptive.Success) // 40ms, 1 in flight at its start
+		b.Done(adaptive.Success) // 30ms, 2 in flight at its start
+		require.Len(t, alg.samples, 1)
+		s := alg.samples[0]
+		assert.Equal(t, 35*time.Millisecond, s.RTT)
+		assert.Equal(t, 30*time.Millisecond, s.MinRTT)
+		assert.Equal(t, 2, s.InFlight)
+		assert.Equal(t, 2, s.Count)
+		assert.Equal(t, 0, s.Drops)
+		assert.Equal(t, 0, l.InFlight())
+	})
+}
+
+func TestLimiter_LeavesDroppedRoundTripsOutOfTheMean(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		alg := &script{limit: 4}
+		l := adaptive.New(semaphore.New(4), alg, adaptive.WithWindow(2, 0, 0))
+		a, _ := l.Acquire(context.Background())
+		b, _ := l.Acquire(context.Background())
+		time.Sleep(10 * time.Millisecond)
+		a.Done(adaptive.Success)
+		time.Sleep(90 * time.Millisecond)
+		b.Done(adaptive.Dropped)
+		require.Len(t, alg.samples, 1)
+		assert.Equal(t, 10*time.Millisecond, alg.samples[0].RTT)
+		assert.Equal(t, 1, alg.samples[0].Drops)
+		assert.True(t, alg.samples[0].Dropped())
+	})
+}
+
+func TestLimiter_ClosesWindowsByCountAndTime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		alg := &script{limit: 4}
+		l := adaptive.New(semaphore.New(4), alg, adaptive.WithWindow(3, 50*time.Millisecond, time.Second))
+		for range 5 { // 5 calls at once: count is reached, time is not
+			c, _ := l.Acquire(context.Background())
+			c.Done(adaptive.Success)
+		}
+		assert.Empty(t, alg.samples, "open less than minTime")
+		time.Sleep(50 * time.Millisecond)
+		c, _ := l.Acquire(context.Background())
+		c.Done(adaptive.Success)
+		require.Len(t, alg.samples, 1)
+		assert.Equal(t, 6, alg.samples[0].Count)
+		time.Sleep(time.Second)
+		c, _ = l.Acquire(context.Background())
+		c.Done(adaptive.Success)
+		assert.Len(t, alg.samples, 1, "fewer than minSamples: the window stays open past maxTime")
+	})
+}
+
+func TestLimiter_AppliesNewLimitsWithResizeWithoutRevoking(t *testing.T) {
+	alg := &script{limit: 3, limits: []int{1, 5}}
+	var changes [][2]int
+	sem := semaphore.New(3)
+	l := adaptive.New(sem, alg, adaptive.WithWindow(1, 0, 0), adaptive.WithOnChange(func(o, n int) { changes = append(changes, [2]int{o, n}) }))
+	a, _ := l.Acquire(context.Background())
+	b, _ := l.Acquire(context.Background())
+	c, _ := l.Acquire(context.Background())
+	a.Done(adaptive.Success) // limit 1 with 2 still held: they keep their units
+	assert.Equal(t, int64(1), sem.Capacity())
+	assert.Equal(t, 2, l.InFlight())
+	assert.False(t, sem.TryAcquire(1))
+	b.Done(adaptive.Dropped) // limit 5
+	c.Release()
+	assert.Equal(t, int64(5), sem.Available())
+	assert.Equal(t, [][2]int{{3, 1}, {1, 5}}, changes)
+	st := l.Stats()
+	assert.Equal(t, adaptive.Stats{Limit: 5, Granted: 3, Succeeded: 1, Dropped: 1, Ignored: 1, Windows: 2,
+		Increases: 1, Decreases: 1, LastChange: st.LastChange}, st)
+	assert.False(t, st.LastChange.IsZero())
+}
+
+func TestCall_ReleaseIsIdempotentAndDoneAfterEndPanics(t *testing.T) {
+	sem := semaphore.New(2)
+	l := adaptive.New(sem, &script{limit: 2})
+	c, err := l.Acquire(context.Background())
+	require.NoError(t, err)
+	c.Done(adaptive.Success)
+	c.Release()
+	c.Release()
+	assert.Equal(t, int64(2), sem.Available())
+	assert.PanicsWithValue(t, "adaptive: Call.Done(dropped) after the call ended", func() { c.Done(adaptive.Dropped) })
+	var none *adaptive.Call
+	none.Release()
+	c, _ = l.Acquire(context.Background())
+	assert.Panics(t, func() { c.Done(adaptive.Outcome(9)) })
+	c.Release()
+	assert.Equal(t, "Outcome(9)", adaptive.Outcome(9).String())
+}
+
+func TestAcquire_FailsAsTheSemaphoreDoes(t *testing.T) {
+	sem := semaphore.New(1)
+	l := adaptive.New(sem, &script{limit: 1})
+	c, err := l.Acquire(context.Background())
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+	defer cancel()
+	_, err = l.Acquire(ctx)
+	assert.ErrorIs(t, err, semaphore.ErrTimedOut)
+	c.Release()
+	sem.Break(nil)
+	_, err = l.Acquire(context.Background())
+	assert.ErrorIs(t, err, semaphore.ErrBroken)
+	assert.ErrorIs(t, l.Do(context.Background(), func(context.Context) error { return nil }), semaphore.ErrBroken)
+}
+
+func TestDo_ClassifiesByDefaultTimeoutsAsDropsAndCancellationsAsIgnored(t *testing.T) {
+	alg := &script{limit: 8}
+	l := adaptive.New(semaphore.New(8), alg, adaptive.WithWindow(1, 0, 0))
+	boom := errors.New("boom")
+	for _, tc := range []struct {
+		err   error
+		drops int
+	}{{nil, 0}, {boom, 0}, {context.DeadlineExceeded, 1}, {semaphore.ErrTimedOut, 1}} {
+		err := l.Do(context.Background(), func(context.Context) error { return tc.err })
+		assert.Equal(t, tc.err, err)
+		assert.Equal(t, tc.drops, alg.samples[len(alg.samples)-1].Drops, "%v", tc.err)
+	}
+	n := len(alg.samples)
+	_ = l.Do(context.Background(), func(context.Context) error { return context.Canceled })
+	assert.Len(t, alg.samples, n, "a cancellation is no sample")
+}
+
+func TestDo_UsesTheClassifierAndReleasesOnPanic(t *testing.T) {
+	alg := &script{limit: 1}
+	sem := semaphore.New(1)
+	l := adaptive.New(sem, alg, adaptive.WithWindow(1, 0, 0),
+		adaptive.WithClassifier(func(error) adaptive.Outcome { return adaptive.Dropped }))
+	_ = l.Do(context.Background(), func(context.Context) error { return nil })
+	assert.Equal(t, 1, alg.samples[0].Drops)
+	assert.Panics(t, func() { _ = l.Do(context.Background(), func(context.Context) error { panic("x") }) })
+	assert.Equal(t, int64(1), sem.Available())
+	assert.Equal(t, uint64(1), l.Stats().Ignored)
+}
+
+func TestLimiter_GrantedCallAllocatesNothing(t *testing.T) {
+	l := adaptive.New(semaphore.New(4), adaptive.NewAIMD(adaptive.AIMDConfig{InitialLimit: 4, MinLimit: 1}))
+	ctx := context.Background()
+	fn := func(context.Context) error { return nil }
+	assert.Zero(t, testing.AllocsPerRun(1000, func() { _ = l.Do(ctx, fn) }))
+	assert.Zero(t, testing.AllocsPerRun(1000, func() {
+		c, err := l.Acquire(ctx)
+		if err != nil {
+			panic(err)
+		}
+		defer c.Release()
+		c.Done(adaptive.Success)
+	}))
+}
+
+func TestNewController_DrivesTheCountLimitAndTracksCalls(t *testing.T) {
+	ctrl := admission.New("reads", admission.Resources{Count: 100, Memory: 1 << 20})
+	alg := &script{limit: 3, limits: []int{2}}
+	l := adaptive.NewController(ctrl, alg, adaptive.WithWindow(1, 0, 0))
+	assert.Equal(t, admission.Resources{Count: 3, Memory: 1 << 20}, ctrl.Stats().Limits)
+	p, err := ctrl.Acquire(context.Background(), "scan", 0)
+	require.NoError(t, err)
+	c := l.Track()
+	assert.Equal(t, 1, l.InFlight())
+	c.Done(adaptive.Success)
+	p.Release()
+	assert.Equal(t, admission.Resources{Count: 2, Memory: 1 << 20}, ctrl.Stats().Limits)
+	assert.PanicsWithValue(t, "adaptive: Acquire on a Limiter that drives an admission.Controller; admit with the controller and measure with Track",
+		func() { _, _ = l.Acquire(context.Background()) })
+}
+
+func TestNew_PanicsOnNilAndInvalidOptions(t *testing.T) {
+	alg := &script{limit: 1}
+	assert.PanicsWithValue(t, "adaptive: New(nil semaphore)", func() { adaptive.New(nil, alg) })
+	assert.PanicsWithValue(t, "adaptive: nil Algorithm", func() { adaptive.New(semaphore.New(1), nil) })
+	assert.PanicsWithValue(t, "adaptive: NewController(nil controller)", func() { adaptive.NewController(nil, alg) })
+	assert.Panics(t, func() { adaptive.WithWindow(0, 0, 0) })
+	assert.Panics(t, func() { adaptive.WithWindow(1, -1, 0) })
+	assert.Panics(t, func() { adaptive.WithWindow(1, 2, 1) })
+	assert.Panics(t, func() { adaptive.WithClassifier(nil) })
+	assert.Panics(t, func() { adaptive.WithOnChange(nil) })
+	assert.Panics(t, func() { adaptive.WithStandingQueue(0, time.Second) })
+	assert.Panics(t, func() { adaptive.WithStandingQueue(time.Second, 0) })
+}
+
+func TestLimiter_ClampsAlgorithmAnswersToValidCapacities(t *testing.T) {
+	sem := semaphore.New(1)
+	l := adaptive.New(sem, &script{limit: 0, limits: []int{-5, 1 << 62}}, adaptive.WithWindow(1, 0, 0))
+	assert.Equal(t, 1, l.Limit())
+	_ = l.Do(context.Background(), func(context.Context) error { return nil })
+	assert.Equal(t, 1, l.Limit())
+	_ = l.Do(context.Background(), func(context.Context) error { return nil })
+	assert.Equal(t, int64(semaphore.MaxUnits), sem.Capacity())
+}
