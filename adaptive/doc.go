@@ -28,7 +28,8 @@
 // backend's) to Done, and the in-flight count is taken at the grant, the call
 // itself included. The caller judges each call: Success, Dropped (the overload
 // signal: a timeout, 503/429, RESOURCE_EXHAUSTED) or Ignore. A window closes
-// with at least 10 calls and after twice the mean round trip (WithWindow), and
+// with at least 10 calls, after twice the shortest round trip but at most 20ms
+// (WithWindow), and
 // the new limit is applied at once with Resize, which never revokes holders:
 // when the limit shrinks, the calls in excess finish and new calls wait. The
 // waiters are served in the semaphore's strict FIFO order.

@@ -29,11 +29,12 @@ type Limiter struct {
 	cfg  config
 
 	// Atomic.
-	inFlight  atomic.Int64  // calls granted and not ended
-	limit     atomic.Int64  // the limit last applied (>= 1)
-	granted   atomic.Uint64 // calls granted (Acquire, Do, Track)
-	ignored   atomic.Uint64 // calls ended without a sample
-	lastEmpty atomic.Int64  // standing queue: last time, in Unix ns, a caller found no waiter
+	inFlight   atomic.Int64  // calls granted and not ended
+	limit      atomic.Int64  // the limit last applied (>= 1)
+	granted    atomic.Uint64 // calls granted (Acquire, Do, Track)
+	ignored    atomic.Uint64 // calls ended without a sample
+	lastEmpty  atomic.Int64  // standing queue: last time, in Unix ns, a caller found no waiter
+	typicalRTT atomic.Int64  // the last window's mean RTT in ns, 0 before; set under mu
 
 	mu sync.Mutex
 	// Guarded by mu. The limit is applied to the semaphore under mu, so that
@@ -120,8 +121,11 @@ func (l *Limiter) Track() *Call {
 // error, or Acquire's without running fn. The verdict on the call comes from
 // WithClassifier's function (by default: nil is Success, an error matching
 // context.DeadlineExceeded or semaphore.ErrTimedOut is Dropped,
-// context.Canceled is Ignore, any other error Success). If fn panics, the slot
-// is given back without a sample and the panic goes on.
+// context.Canceled is Ignore, any other error Success), except that a timeout
+// sooner after the grant than the last window's mean round trip is Ignore: the
+// call was granted with too little of its deadline left, which says the wait
+// was long, not that the backend was slow. If fn panics, the slot is given
+// back without a sample and the panic goes on.
 func (l *Limiter) Do(ctx context.Context, fn func(context.Context) error) error {
 	var c Call
 	if err := l.acquire(ctx, &c); err != nil {
@@ -129,8 +133,19 @@ func (l *Limiter) Do(ctx context.Context, fn func(context.Context) error) error 
 	}
 	defer c.Release()
 	err := fn(ctx)
-	c.Done(l.cfg.classify(err))
+	o := l.cfg.classify(err)
+	if o == Dropped && isTimeout(err) && time.Since(c.start) < time.Duration(l.typicalRTT.Load()) {
+		// Timed out sooner than the backend usually answers: the call was
+		// granted with too little of its deadline left, so the timeout tells
+		// of a long wait in the queue, not of a slow backend.
+		o = Ignore
+	}
+	c.Done(o)
 	return err
+}
+
+func isTimeout(err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, semaphore.ErrTimedOut)
 }
 
 // Limit returns the limit last applied.
@@ -189,6 +204,9 @@ func (l *Limiter) end(c *Call, o Outcome, now time.Time) {
 // limit.
 func (l *Limiter) updateLocked(s Sample) {
 	l.windows++
+	if s.RTT > 0 {
+		l.typicalRTT.Store(int64(s.RTT))
+	}
 	old := l.limit.Load()
 	n := clampLimit(l.alg.Update(s))
 	if n == old {
@@ -216,7 +234,7 @@ func defaultClassify(err error) Outcome {
 	switch {
 	case err == nil:
 		return Success
-	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, semaphore.ErrTimedOut):
+	case isTimeout(err):
 		return Dropped
 	case errors.Is(err, context.Canceled):
 		return Ignore

@@ -159,20 +159,43 @@ func TestAcquire_FailsAsTheSemaphoreDoes(t *testing.T) {
 }
 
 func TestDo_ClassifiesByDefaultTimeoutsAsDropsAndCancellationsAsIgnored(t *testing.T) {
-	alg := &script{limit: 8}
-	l := adaptive.New(semaphore.New(8), alg, adaptive.WithWindow(1, 0, 0))
-	boom := errors.New("boom")
-	for _, tc := range []struct {
-		err   error
-		drops int
-	}{{nil, 0}, {boom, 0}, {context.DeadlineExceeded, 1}, {semaphore.ErrTimedOut, 1}} {
-		err := l.Do(context.Background(), func(context.Context) error { return tc.err })
-		assert.Equal(t, tc.err, err)
-		assert.Equal(t, tc.drops, alg.samples[len(alg.samples)-1].Drops, "%v", tc.err)
-	}
-	n := len(alg.samples)
-	_ = l.Do(context.Background(), func(context.Context) error { return context.Canceled })
-	assert.Len(t, alg.samples, n, "a cancellation is no sample")
+	synctest.Test(t, func(t *testing.T) {
+		alg := &script{limit: 8}
+		l := adaptive.New(semaphore.New(8), alg, adaptive.WithWindow(1, 0, 0))
+		boom := errors.New("boom")
+		for _, tc := range []struct {
+			err   error
+			drops int
+		}{{nil, 0}, {boom, 0}, {context.DeadlineExceeded, 1}, {semaphore.ErrTimedOut, 1}} {
+			err := l.Do(context.Background(), func(context.Context) error {
+				time.Sleep(10 * time.Millisecond)
+				return tc.err
+			})
+			assert.Equal(t, tc.err, err)
+			assert.Equal(t, tc.drops, alg.samples[len(alg.samples)-1].Drops, "%v", tc.err)
+		}
+		n := len(alg.samples)
+		_ = l.Do(context.Background(), func(context.Context) error { return context.Canceled })
+		assert.Len(t, alg.samples, n, "a cancellation is no sample")
+	})
+}
+
+func TestDo_IgnoresTimeoutsSoonerThanTheUsualRoundTrip(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		alg := &script{limit: 8}
+		l := adaptive.New(semaphore.New(8), alg, adaptive.WithWindow(1, 0, 0))
+		_ = l.Do(context.Background(), func(context.Context) error {
+			time.Sleep(10 * time.Millisecond)
+			return nil
+		})
+		err := l.Do(context.Background(), func(context.Context) error {
+			time.Sleep(time.Millisecond) // granted with 1ms of its deadline left
+			return context.DeadlineExceeded
+		})
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
+		assert.Len(t, alg.samples, 1, "no sample: the call never had the time the backend usually takes")
+		assert.Equal(t, uint64(1), l.Stats().Ignored)
+	})
 }
 
 func TestDo_UsesTheClassifierAndReleasesOnPanic(t *testing.T) {

@@ -22,7 +22,7 @@ type config struct {
 }
 
 func newConfig(opts []Option) config {
-	c := config{minSamples: 10, minTime: time.Millisecond, maxTime: time.Second, classify: defaultClassify}
+	c := config{minSamples: 10, maxTime: 20 * time.Millisecond, classify: defaultClassify}
 	for _, o := range opts {
 		o(&c)
 	}
@@ -33,10 +33,13 @@ func newConfig(opts []Option) config {
 func WithName(name string) Option { return func(c *config) { c.name = name } }
 
 // WithWindow sets when a sampling window closes and goes to the algorithm:
-// once it holds at least minSamples calls and has been open at least twice
-// the mean round trip, but no less than minTime and no more than maxTime (so
-// that the calls started under the previous limit have ended). Defaults 10,
-// 1ms and 1s. It panics if minSamples < 1, minTime < 0 or maxTime < minTime.
+// once it holds at least minSamples calls and has been open (from its first
+// call's grant) at least twice the shortest round trip in it, but no less than
+// minTime and no more than maxTime, so that the calls started under the
+// previous limit have ended. Defaults 10, 0 and 20ms: the windows of Netflix's
+// WindowedLimit (1s) react too slowly to a capacity step, and under overload
+// twice the round trip is itself long (see the README's benchmark). It panics
+// if minSamples < 1, minTime < 0 or maxTime < minTime.
 func WithWindow(minSamples int, minTime, maxTime time.Duration) Option {
 	if minSamples < 1 || minTime < 0 || maxTime < minTime {
 		panic("adaptive: WithWindow(" + strconv.Itoa(minSamples) + ", " + minTime.String() + ", " + maxTime.String() +

@@ -5,20 +5,24 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/fairsem/semaphore"
 )
 
 // ErrShed is wrapped, together with semaphore.ErrTimedOut, by the error of a
 // wait that WithStandingQueue cut short.
 var ErrShed = errors.New("shed from a standing queue")
 
-// WithStandingQueue bounds waiting once the wait queue stands, as CoDel does
-// and as described in "Fail at Scale": while some caller found the queue empty
-// within the last interval, a caller waits as long as its context allows;
-// once none has for longer than interval, a caller waits at most target and
-// then fails with an error matching ErrShed and semaphore.ErrTimedOut. The
-// callers cut short are counted in Stats.Shed; they are not samples (they never
-// reached the backend). Typical values: 5ms and 100ms. It panics unless
-// 0 < target and 0 < interval.
+// WithStandingQueue fails queued callers once the wait queue stands, as CoDel
+// does and as described in "Fail at Scale": the queue is standing when no
+// caller has found it empty for longer than interval. Then a caller that
+// arrives waits at most target, and a caller granted after waiting longer than
+// target gives its slot on at once; both fail with an error matching ErrShed
+// and semaphore.ErrTimedOut. While the queue drains in time (a caller found it
+// empty within interval), callers wait as long as their context allows, so
+// bursts are absorbed. The callers cut short are counted in Stats.Shed; they
+// are not samples (they never reached the backend). Typical values: 5ms and
+// 100ms. It panics unless 0 < target and 0 < interval.
 func WithStandingQueue(target, interval time.Duration) Option {
 	if target <= 0 || interval <= 0 {
 		panic("adaptive: WithStandingQueue(" + target.String() + ", " + interval.String() + "): both must be positive")
@@ -32,21 +36,41 @@ func (l *Limiter) acquireStanding(ctx context.Context) error {
 		l.lastEmpty.Store(time.Now().UnixNano())
 		return nil
 	}
-	now := time.Now()
+	start := time.Now()
 	if l.sem.Waiters() == 0 {
-		l.lastEmpty.Store(now.UnixNano())
+		l.lastEmpty.Store(start.UnixNano())
 	}
-	if now.UnixNano()-l.lastEmpty.Load() <= int64(l.cfg.standingInterval) {
-		return l.sem.Acquire(ctx, 1)
+	if !l.standing(start) {
+		err := l.sem.Acquire(ctx, 1)
+		if err != nil {
+			return err
+		}
+		now := time.Now()
+		if now.Sub(start) <= l.cfg.standingTarget || !l.standing(now) {
+			return nil
+		}
+		// Granted, but late, in a queue that stood meanwhile: the call would
+		// most likely miss its own deadline at the backend. Hand the slot on.
+		l.sem.Release(1)
+		return l.shedError(semaphore.ErrTimedOut)
 	}
 	wctx, cancel := context.WithTimeout(ctx, l.cfg.standingTarget)
 	err := l.sem.Acquire(wctx, 1)
 	cancel()
 	if err != nil && ctx.Err() == nil {
-		l.mu.Lock()
-		l.shed++
-		l.mu.Unlock()
-		return fmt.Errorf("adaptive %q: wait in a queue standing for over %v: %w", l.cfg.name, l.cfg.standingInterval, errors.Join(ErrShed, err))
+		return l.shedError(err)
 	}
 	return err
+}
+
+// standing reports whether no caller found the queue empty within the interval before now.
+func (l *Limiter) standing(now time.Time) bool {
+	return now.UnixNano()-l.lastEmpty.Load() > int64(l.cfg.standingInterval)
+}
+
+func (l *Limiter) shedError(err error) error {
+	l.mu.Lock()
+	l.shed++
+	l.mu.Unlock()
+	return fmt.Errorf("adaptive %q: wait in a queue standing for over %v: %w", l.cfg.name, l.cfg.standingInterval, errors.Join(ErrShed, err))
 }

@@ -4,9 +4,11 @@ import "time"
 
 // window accumulates the samples of calls until it closes into one Sample.
 // It closes when it has at least minSamples calls and has been open at least
-// clamp(2 x mean RTT, minTime, maxTime), counted from its first call's grant:
+// clamp(2 x shortest RTT, minTime, maxTime), counted from its first call's grant:
 // long enough for the calls started
-// under the previous limit to have finished, as in Netflix's WindowedLimit.
+// under the previous limit to have finished, as in Netflix's WindowedLimit. The shortest round trip,
+// not the mean, sets it, so that windows stay short when overload stretches
+// the mean.
 type window struct {
 	start    time.Time     // first call's grant; zero while empty
 	count    int           // calls, dropped included
@@ -42,7 +44,7 @@ func (w *window) closeAt(now time.Time, minSamples int, minTime, maxTime time.Du
 	if ok := w.count - w.drops; ok > 0 {
 		mean = max(w.rttSum/time.Duration(ok), 1)
 	}
-	if now.Sub(w.start) < min(max(2*mean, minTime), maxTime) {
+	if now.Sub(w.start) < min(max(2*w.rttMin, minTime), maxTime) {
 		return Sample{}, false
 	}
 	s := Sample{Time: now, RTT: mean, MinRTT: w.rttMin, InFlight: w.inFlight, Count: w.count, Drops: w.drops}
