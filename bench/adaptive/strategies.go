@@ -102,9 +102,11 @@ func strategies() []namedStrategy {
 	aimd := func() adaptive.Algorithm {
 		return adaptive.NewAIMD(adaptive.AIMDConfig{InitialLimit: 20, MinLimit: 1, MaxLimit: 200})
 	}
-	vegas := func() adaptive.Algorithm { return adaptive.NewVegas(adaptive.VegasConfig{InitialLimit: 20, MinLimit: 1}) }
+	vegas := func() adaptive.Algorithm {
+		return adaptive.NewVegas(adaptive.VegasConfig{InitialLimit: 20, MinLimit: 1})
+	}
 	gradient := func() adaptive.Algorithm {
-		return adaptive.NewGradient2(adaptive.Gradient2Config{InitialLimit: 20, MinLimit: 1, })
+		return adaptive.NewGradient2(adaptive.Gradient2Config{InitialLimit: 20, MinLimit: 1})
 	}
 	var s []namedStrategy
 	for _, n := range staticLimits {
