@@ -15,7 +15,7 @@ func chart(all []namedStrategy, rs []result, phaseLen time.Duration) []byte {
 		left, right  = 60.0, 200.0
 		top1, h1     = 30.0, 250.0
 		top2, h2     = 340.0, 250.0
-		limitMax     = 64.0
+		limitMax     = 128.0
 		p99MaxMillis = 260.0
 	)
 	nb := len(rs[0].limits)

@@ -13,6 +13,7 @@ type stats struct {
 	goodput  []float64       // per phase, served per second
 	overall  float64         // served per second over the run
 	p50, p99 time.Duration   // of served requests, over the run
+	phaseP99 []time.Duration // of served requests, per phase of arrival
 	reconv   []time.Duration // per capacity step: time to get back to 90% of the best static's goodput; -1 never
 	refused  int
 	timedOut int
@@ -33,6 +34,7 @@ func measure(all []namedStrategy, rs []result, phaseLen time.Duration) []stats {
 			s.goodput = append(s.goodput, float64(n)/phaseLen.Seconds())
 			total += n
 			lat = append(lat, r.latency[p]...)
+			s.phaseP99 = append(s.phaseP99, quantile(r.latency[p], 0.99))
 		}
 		s.overall = float64(total) / (phaseLen * time.Duration(len(phases))).Seconds()
 		s.p50, s.p99 = quantile(lat, 0.5), quantile(lat, 0.99)
@@ -53,6 +55,7 @@ func measure(all []namedStrategy, rs []result, phaseLen time.Duration) []stats {
 		best.goodput = append(best.goodput, out[bi].goodput[p])
 		best.overall += out[bi].goodput[p] / float64(len(phases))
 		lat = append(lat, rs[bi].latency[p]...)
+		best.phaseP99 = append(best.phaseP99, quantile(rs[bi].latency[p], 0.99))
 	}
 	best.p50, best.p99 = quantile(lat, 0.5), quantile(lat, 0.99)
 	// Re-convergence after each step, against 90% of the best static's goodput.
@@ -155,14 +158,20 @@ func report(w io.Writer, all []namedStrategy, results [][]result, phaseLen time.
 
 	fmt.Fprintf(w, "\nLatency of served requests (from arrival, ms) and re-convergence after each step (s to 90%% of the best static's goodput; - never)\n\n")
 	fmt.Fprint(w, "| strategy | p50 | p99 |")
+	for p := range phases {
+		fmt.Fprintf(w, " p99 phase %d |", p+1)
+	}
 	for p := 1; p < len(phases); p++ {
 		fmt.Fprintf(w, " step %d→%d |", p, p+1)
 	}
 	fmt.Fprintln(w, " refused | timed out |")
-	fmt.Fprintln(w, "|---|---|---|"+strings.Repeat("---|", len(phases)-1)+"---|---|")
+	fmt.Fprintln(w, "|---|---|---|"+strings.Repeat("---|", 2*len(phases)-1)+"---|---|")
 	for i, n := range names {
 		fmt.Fprintf(w, "| %s | %s | %s |", n, rng(i, func(s stats) float64 { return ms(s.p50) }, ""),
 			rng(i, func(s stats) float64 { return ms(s.p99) }, ""))
+		for p := range phases {
+			fmt.Fprintf(w, " %s |", rng(i, func(s stats) float64 { return ms(s.phaseP99[p]) }, ""))
+		}
 		for p := range len(phases) - 1 {
 			var v []float64
 			for _, run := range per {

@@ -55,18 +55,18 @@ func (o *ours) limit() int { return o.l.Limit() }
 // failsafe is failsafe-go's adaptivelimiter. Without queueing (its default) a
 // request is refused when the limiter is full, as its executor does; with
 // queueing it waits up to its deadline, refused when the queue passes the
-// limiter's rejection threshold.
+// limiter's rejection threshold, for at most maxWait.
 type failsafe struct {
-	l     adaptivelimiter.AdaptiveLimiter[any]
-	queue bool
+	l       adaptivelimiter.AdaptiveLimiter[any]
+	queue   bool
+	maxWait time.Duration // with queue: the longest wait for a permit
 }
 
 func (f *failsafe) do(ctx context.Context, fn func(context.Context) error) (bool, error) {
 	var p adaptivelimiter.Permit
 	if f.queue {
-		dl, _ := ctx.Deadline()
 		var err error
-		if p, err = f.l.AcquirePermitWithMaxWait(ctx, time.Until(dl)); err != nil {
+		if p, err = f.l.AcquirePermitWithMaxWait(ctx, f.maxWait); err != nil {
 			return false, err
 		}
 	} else {
@@ -93,10 +93,11 @@ type namedStrategy struct {
 	make     func() strategy
 }
 
-// strategies lists the contestants. Our algorithms take their published
+// strategies lists the contestants: static limits with FIFO waiting and with
+// the standing-queue policy (the best of them per phase is the "best static"),
+// ours with each, and failsafe-go's. Our algorithms take their published
 // defaults except MinLimit (1: the defaults of 20 sit above the 8 of the
-// capacity dip) and, for Gradient2, a LongWindow of 60 windows (its 600 is
-// sized for one window per call).
+// capacity dip), and the Limiter its default windows.
 func strategies() []namedStrategy {
 	standing := adaptive.WithStandingQueue(5*time.Millisecond, 100*time.Millisecond)
 	aimd := func() adaptive.Algorithm {
@@ -112,6 +113,11 @@ func strategies() []namedStrategy {
 	for _, n := range staticLimits {
 		s = append(s, namedStrategy{name: "static " + itoa(int(n)), group: "static", make: func() strategy { return newStatic(n) }})
 	}
+	for _, n := range staticLimits {
+		s = append(s, namedStrategy{name: "static " + itoa(int(n)) + "+codel", group: "static", standing: true, make: func() strategy {
+			return newOurs(fixed(n), standing)
+		}})
+	}
 	for _, a := range []struct {
 		name string
 		alg  func() adaptive.Algorithm
@@ -125,7 +131,7 @@ func strategies() []namedStrategy {
 			return &failsafe{l: adaptivelimiter.NewWithDefaults[any]()}
 		}},
 		namedStrategy{name: "failsafe tuned", group: "failsafe", make: func() strategy {
-			return &failsafe{queue: true, l: adaptivelimiter.NewBuilder[any]().
+			return &failsafe{queue: true, maxWait: 5 * time.Millisecond, l: adaptivelimiter.NewBuilder[any]().
 				WithLimits(1, 200, 20).
 				WithRecentWindow(100*time.Millisecond, time.Second, 20).
 				WithQueueing(2, 3).
@@ -135,3 +141,10 @@ func strategies() []namedStrategy {
 }
 
 var staticLimits = []int64{8, 16, 24, 32, 48}
+
+// fixed is an Algorithm that never moves the limit: a static limit behind the
+// same standing-queue policy as the adaptive ones.
+type fixed int
+
+func (f fixed) Limit() int                 { return int(f) }
+func (f fixed) Update(adaptive.Sample) int { return int(f) }
