@@ -58,7 +58,7 @@ func New(sem *semaphore.Semaphore, alg Algorithm, opts ...Option) *Limiter {
 	if sem == nil {
 		panic("adaptive: New(nil semaphore)")
 	}
-	l := newLimiter(alg, opts)
+	l := newLimiter(alg, opts, sem.Name())
 	l.sem = sem
 	sem.Resize(l.limit.Load())
 	return l
@@ -74,17 +74,17 @@ func NewController(ctrl *admission.Controller, alg Algorithm, opts ...Option) *L
 	if ctrl == nil {
 		panic("adaptive: NewController(nil controller)")
 	}
-	l := newLimiter(alg, opts)
+	l := newLimiter(alg, opts, ctrl.Stats().Name)
 	l.ctrl = ctrl
 	ctrl.SetCountLimit(l.limit.Load())
 	return l
 }
 
-func newLimiter(alg Algorithm, opts []Option) *Limiter {
+func newLimiter(alg Algorithm, opts []Option, name string) *Limiter {
 	if alg == nil {
 		panic("adaptive: nil Algorithm")
 	}
-	l := &Limiter{alg: alg, cfg: newConfig(opts)}
+	l := &Limiter{alg: alg, cfg: newConfig(opts, name)}
 	l.limit.Store(clampLimit(alg.Limit()))
 	l.lastEmpty.Store(time.Now().UnixNano())
 	return l

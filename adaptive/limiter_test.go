@@ -40,68 +40,6 @@ func TestNew_ResizesTheSemaphoreToTheInitialLimit(t *testing.T) {
 	assert.Equal(t, 7, l.Limit())
 }
 
-func TestLimiter_MeasuresRoundTripFromGrantAndInFlightAtStart(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		alg := &script{limit: 4}
-		l := adaptive.New(semaphore.New(4), alg, adaptive.WithWindow(2, 0, 40*time.Millisecond))
-		a, err := l.Acquire(context.Background())
-		require.NoError(t, err)
-		time.Sleep(10 * time.Millisecond)
-		b, err := l.Acquire(context.Background())
-		require.NoError(t, err)
-		assert.Equal(t, 2, l.InFlight())
-		time.Sleep(30 * time.Millisecond)
-		a.Done(adaptive.Success) // 40ms, 1 in flight at its start
-		b.Done(adaptive.Success) // 30ms, 2 in flight at its start
-		require.Len(t, alg.samples, 1)
-		s := alg.samples[0]
-		assert.Equal(t, 35*time.Millisecond, s.RTT)
-		assert.Equal(t, 30*time.Millisecond, s.MinRTT)
-		assert.Equal(t, 2, s.InFlight)
-		assert.Equal(t, 2, s.Count)
-		assert.Equal(t, 0, s.Drops)
-		assert.Equal(t, 0, l.InFlight())
-	})
-}
-
-func TestLimiter_LeavesDroppedRoundTripsOutOfTheMean(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		alg := &script{limit: 4}
-		l := adaptive.New(semaphore.New(4), alg, adaptive.WithWindow(2, 0, 0))
-		a, _ := l.Acquire(context.Background())
-		b, _ := l.Acquire(context.Background())
-		time.Sleep(10 * time.Millisecond)
-		a.Done(adaptive.Success)
-		time.Sleep(90 * time.Millisecond)
-		b.Done(adaptive.Dropped)
-		require.Len(t, alg.samples, 1)
-		assert.Equal(t, 10*time.Millisecond, alg.samples[0].RTT)
-		assert.Equal(t, 1, alg.samples[0].Drops)
-		assert.True(t, alg.samples[0].Dropped())
-	})
-}
-
-func TestLimiter_ClosesWindowsByCountAndTime(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		alg := &script{limit: 4}
-		l := adaptive.New(semaphore.New(4), alg, adaptive.WithWindow(3, 50*time.Millisecond, time.Second))
-		for range 5 { // 5 calls at once: count is reached, time is not
-			c, _ := l.Acquire(context.Background())
-			c.Done(adaptive.Success)
-		}
-		assert.Empty(t, alg.samples, "open less than minTime")
-		time.Sleep(50 * time.Millisecond)
-		c, _ := l.Acquire(context.Background())
-		c.Done(adaptive.Success)
-		require.Len(t, alg.samples, 1)
-		assert.Equal(t, 6, alg.samples[0].Count)
-		time.Sleep(time.Second)
-		c, _ = l.Acquire(context.Background())
-		c.Done(adaptive.Success)
-		assert.Len(t, alg.samples, 1, "fewer than minSamples: the window stays open past maxTime")
-	})
-}
-
 func TestLimiter_AppliesNewLimitsWithResizeWithoutRevoking(t *testing.T) {
 	alg := &script{limit: 3, limits: []int{1, 5}}
 	var changes [][2]int
@@ -122,24 +60,6 @@ func TestLimiter_AppliesNewLimitsWithResizeWithoutRevoking(t *testing.T) {
 	assert.Equal(t, adaptive.Stats{Limit: 5, Granted: 3, Succeeded: 1, Dropped: 1, Ignored: 1, Windows: 2,
 		Increases: 1, Decreases: 1, LastChange: st.LastChange}, st)
 	assert.False(t, st.LastChange.IsZero())
-}
-
-func TestCall_ReleaseIsIdempotentAndDoneAfterEndPanics(t *testing.T) {
-	sem := semaphore.New(2)
-	l := adaptive.New(sem, &script{limit: 2})
-	c, err := l.Acquire(context.Background())
-	require.NoError(t, err)
-	c.Done(adaptive.Success)
-	c.Release()
-	c.Release()
-	assert.Equal(t, int64(2), sem.Available())
-	assert.PanicsWithValue(t, "adaptive: Call.Done(dropped) after the call ended", func() { c.Done(adaptive.Dropped) })
-	var none *adaptive.Call
-	none.Release()
-	c, _ = l.Acquire(context.Background())
-	assert.Panics(t, func() { c.Done(adaptive.Outcome(9)) })
-	c.Release()
-	assert.Equal(t, "Outcome(9)", adaptive.Outcome(9).String())
 }
 
 func TestAcquire_FailsAsTheSemaphoreDoes(t *testing.T) {
@@ -239,20 +159,6 @@ func TestNewController_DrivesTheCountLimitAndTracksCalls(t *testing.T) {
 	assert.Equal(t, admission.Resources{Count: 2, Memory: 1 << 20}, ctrl.Stats().Limits)
 	assert.PanicsWithValue(t, "adaptive: Acquire on a Limiter that drives an admission.Controller; admit with the controller and measure with Track",
 		func() { _, _ = l.Acquire(context.Background()) })
-}
-
-func TestNew_PanicsOnNilAndInvalidOptions(t *testing.T) {
-	alg := &script{limit: 1}
-	assert.PanicsWithValue(t, "adaptive: New(nil semaphore)", func() { adaptive.New(nil, alg) })
-	assert.PanicsWithValue(t, "adaptive: nil Algorithm", func() { adaptive.New(semaphore.New(1), nil) })
-	assert.PanicsWithValue(t, "adaptive: NewController(nil controller)", func() { adaptive.NewController(nil, alg) })
-	assert.Panics(t, func() { adaptive.WithWindow(0, 0, 0) })
-	assert.Panics(t, func() { adaptive.WithWindow(1, -1, 0) })
-	assert.Panics(t, func() { adaptive.WithWindow(1, 2, 1) })
-	assert.Panics(t, func() { adaptive.WithClassifier(nil) })
-	assert.Panics(t, func() { adaptive.WithOnChange(nil) })
-	assert.Panics(t, func() { adaptive.WithStandingQueue(0, time.Second) })
-	assert.Panics(t, func() { adaptive.WithStandingQueue(time.Second, 0) })
 }
 
 func TestLimiter_ClampsAlgorithmAnswersToValidCapacities(t *testing.T) {

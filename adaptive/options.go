@@ -21,15 +21,16 @@ type config struct {
 	standingInterval time.Duration
 }
 
-func newConfig(opts []Option) config {
-	c := config{minSamples: 10, maxTime: 20 * time.Millisecond, classify: defaultClassify}
+func newConfig(opts []Option, name string) config {
+	c := config{name: name, minSamples: 10, maxTime: 20 * time.Millisecond, classify: defaultClassify}
 	for _, o := range opts {
 		o(&c)
 	}
 	return c
 }
 
-// WithName names the Limiter in Stats.
+// WithName names the Limiter in Stats and errors; by default it takes the name
+// of the semaphore or controller it drives.
 func WithName(name string) Option { return func(c *config) { c.name = name } }
 
 // WithWindow sets when a sampling window closes and goes to the algorithm:

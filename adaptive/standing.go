@@ -52,25 +52,31 @@ func (l *Limiter) acquireStanding(ctx context.Context) error {
 		// Granted, but late, in a queue that stood meanwhile: the call would
 		// most likely miss its own deadline at the backend. Hand the slot on.
 		l.sem.Release(1)
-		return l.shedError(semaphore.ErrTimedOut)
+		return l.shedError("granted after "+now.Sub(start).String(), semaphore.ErrTimedOut)
 	}
 	wctx, cancel := context.WithTimeout(ctx, l.cfg.standingTarget)
 	err := l.sem.Acquire(wctx, 1)
 	cancel()
 	if err != nil && ctx.Err() == nil {
-		return l.shedError(err)
+		return l.shedError("waited "+l.cfg.standingTarget.String(), err)
 	}
 	return err
 }
 
-// standing reports whether no caller found the queue empty within the interval before now.
+// standing reports whether no caller found the queue empty within the
+// interval before now. lastEmpty is read and written without the semaphore's
+// lock: it is a heuristic, and a caller that races with one finding the queue
+// empty at most waits as the state a moment earlier allowed.
 func (l *Limiter) standing(now time.Time) bool {
 	return now.UnixNano()-l.lastEmpty.Load() > int64(l.cfg.standingInterval)
 }
 
-func (l *Limiter) shedError(err error) error {
+// shedError counts a caller cut short and returns its error, which wraps
+// ErrShed and cause.
+func (l *Limiter) shedError(what string, cause error) error {
 	l.mu.Lock()
 	l.shed++
 	l.mu.Unlock()
-	return fmt.Errorf("adaptive %q: wait in a queue standing for over %v: %w", l.cfg.name, l.cfg.standingInterval, errors.Join(ErrShed, err))
+	return fmt.Errorf("adaptive %q: acquire: %w: %s in a queue standing for over %v: %w",
+		l.cfg.name, ErrShed, what, l.cfg.standingInterval, cause)
 }

@@ -37,7 +37,7 @@ func TestWithStandingQueue_FailsWaitsPastTargetOnceTheQueueStood(t *testing.T) {
 		assert.ErrorIs(t, err, adaptive.ErrShed)
 		assert.ErrorIs(t, err, semaphore.ErrTimedOut)
 		assert.Equal(t, 5*time.Millisecond, time.Since(start), "waited the target only")
-		assert.Contains(t, err.Error(), `adaptive "api": wait in a queue standing for over 100ms`)
+		assert.Contains(t, err.Error(), `adaptive "api": acquire: shed from a standing queue: waited 5ms in a queue standing for over 100ms: `)
 
 		holder.Done(adaptive.Success) // the first waiter is granted 155ms late in a standing queue
 		err = <-first
