@@ -29,10 +29,18 @@
 // itself included. The caller judges each call: Success, Dropped (the overload
 // signal: a timeout, 503/429, RESOURCE_EXHAUSTED) or Ignore. A window closes
 // with at least 10 calls, after twice the shortest round trip but at most 20ms
-// (WithWindow), and
-// the new limit is applied at once with Resize, which never revokes holders:
-// when the limit shrinks, the calls in excess finish and new calls wait. The
-// waiters are served in the semaphore's strict FIFO order.
+// (WithWindow), and the new limit is applied at once with Resize, which never
+// revokes holders: when the limit shrinks, the calls in excess finish and new
+// calls wait. The waiters are served in the semaphore's strict FIFO order.
+//
+// # Under overload
+//
+// With FIFO waiting up to each caller's deadline, an overloaded limiter, like
+// any semaphore, fills its queue with callers that are granted too late to
+// finish in time. WithStandingQueue fails them early instead, as CoDel does,
+// once the queue has stood for an interval; the README's benchmark measures
+// both (goodput at a quarter of the capacity: 20 requests/s with FIFO, 401
+// with the policy, of 400 possible).
 //
 // NewController drives an admission.Controller's count limit instead
 // (admission's SetCountLimit); there the controller admits and Track measures.
@@ -69,6 +77,14 @@
 //   - The limit changes are reported by Stats (Increases, Decreases,
 //     LastChange) and by WithOnChange; the limit itself is an atomic, so a
 //     metrics gauge reads Limit without taking the lock.
-//   - WithStandingQueue (CoDel-like shedding of queued callers) is an option,
-//     off by default; see the README for its measured effect.
+//   - WithStandingQueue (CoDel-like shedding of queued callers) is kept, as
+//     an option off by default: it wins by far in the benchmark, but it changes
+//     what Acquire promises (a caller may fail before its own deadline).
+//   - The algorithms keep the published rule that the limit does not grow
+//     while less than half of it is in flight, so under a light load the limit
+//     drifts up to twice the peak in flight; a sudden loss of capacity then
+//     meets a high limit until the first slow calls complete (see the README).
+//   - A Limiter made by NewController has no Acquire or Do (they panic):
+//     admission needs an operation and a memory estimate, which belong to the
+//     controller's own Acquire; Track measures the calls it admitted.
 package adaptive
