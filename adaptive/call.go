@@ -36,6 +36,7 @@ type Call struct {
 	l        *Limiter
 	start    time.Time // when it was granted
 	inFlight int       // calls in flight at its grant, itself included
+	unit     bool      // it holds a unit of the Limiter's semaphore (Acquire, Do; not Track)
 	ended    bool      // Done or Release was called
 }
 

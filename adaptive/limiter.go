@@ -133,14 +133,19 @@ func (l *Limiter) Do(ctx context.Context, fn func(context.Context) error) error 
 	}
 	defer c.Release()
 	err := fn(ctx)
+	now := time.Now()
 	o := l.cfg.classify(err)
-	if o == Dropped && isTimeout(err) && time.Since(c.start) < time.Duration(l.typicalRTT.Load()) {
+	if o > Ignore {
+		panic("adaptive: the classifier returned " + o.String() + ", not an Outcome")
+	}
+	if o == Dropped && isTimeout(err) && now.Sub(c.start) < time.Duration(l.typicalRTT.Load()) {
 		// Timed out sooner than the backend usually answers: the call was
 		// granted with too little of its deadline left, so the timeout tells
 		// of a long wait in the queue, not of a slow backend.
 		o = Ignore
 	}
-	c.Done(o)
+	c.ended = true
+	l.end(&c, o, now)
 	return err
 }
 
@@ -168,6 +173,7 @@ func (l *Limiter) acquire(ctx context.Context, c *Call) error {
 		return err
 	}
 	l.begin(c)
+	c.unit = true
 	return nil
 }
 
@@ -195,7 +201,7 @@ func (l *Limiter) end(c *Call, o Outcome, now time.Time) {
 		}
 		l.mu.Unlock()
 	}
-	if l.sem != nil {
+	if c.unit {
 		l.sem.Release(1)
 	}
 }

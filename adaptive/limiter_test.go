@@ -170,3 +170,28 @@ func TestLimiter_ClampsAlgorithmAnswersToValidCapacities(t *testing.T) {
 	_ = l.Do(context.Background(), func(context.Context) error { return nil })
 	assert.Equal(t, int64(semaphore.MaxUnits), sem.Capacity())
 }
+
+func TestTrack_MeasuresACallAdmittedElsewhereWithoutTouchingUnits(t *testing.T) {
+	sem := semaphore.New(4)
+	alg := &script{limit: 4}
+	l := adaptive.New(sem, alg, adaptive.WithWindow(1, 0, 0))
+	require.NoError(t, sem.Acquire(context.Background(), 1)) // admitted by the semaphore directly
+	c := l.Track()
+	assert.Equal(t, 1, l.InFlight())
+	c.Done(adaptive.Success)
+	assert.Len(t, alg.samples, 1)
+	assert.Equal(t, int64(3), sem.Available(), "the caller still holds its unit")
+	sem.Release(1)
+	c = l.Track()
+	c.Release()
+	assert.Equal(t, int64(4), sem.Available())
+	assert.Zero(t, l.InFlight())
+}
+
+func TestDo_PanicsOnAClassifierAnswerThatIsNoOutcome(t *testing.T) {
+	sem := semaphore.New(1)
+	l := adaptive.New(sem, &script{limit: 1}, adaptive.WithClassifier(func(error) adaptive.Outcome { return 7 }))
+	assert.PanicsWithValue(t, "adaptive: the classifier returned Outcome(7), not an Outcome",
+		func() { _ = l.Do(context.Background(), func(context.Context) error { return nil }) })
+	assert.Equal(t, int64(1), sem.Available(), "the slot is given back")
+}
