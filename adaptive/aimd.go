@@ -5,9 +5,9 @@ import "time"
 // AIMDConfig configures an AIMD. A zero field takes its default, the value of
 // Netflix concurrency-limits' AIMDLimit.
 type AIMDConfig struct {
-	InitialLimit int // the limit before the first sample; default 20
-	MinLimit     int // the limit never goes below it; default 20
-	MaxLimit     int // the limit never goes above it; default 200
+	InitialLimit int // the limit before the first sample; default 20, or MinLimit if higher
+	MinLimit     int // the limit never goes below it; default 20, or InitialLimit if lower
+	MaxLimit     int // the limit never goes above it; default 200, or InitialLimit if higher
 
 	// BackoffRatio multiplies the limit on a window with a drop; in [0.5, 1),
 	// default 0.9.

@@ -9,9 +9,9 @@ import (
 // value of Netflix concurrency-limits' Gradient2Limit (which calls MaxLimit
 // maxConcurrency).
 type Gradient2Config struct {
-	InitialLimit int // the limit before the first sample; default 20
-	MinLimit     int // the limit never goes below it; default 20
-	MaxLimit     int // the limit never goes above it; default 200
+	InitialLimit int // the limit before the first sample; default 20, or MinLimit if higher
+	MinLimit     int // the limit never goes below it; default 20, or InitialLimit if lower
+	MaxLimit     int // the limit never goes above it; default 200, or InitialLimit if higher
 
 	// Smoothing weighs the new limit against the old one after each update:
 	// limit = (1-Smoothing)*old + Smoothing*new; in (0, 1], default 0.2.

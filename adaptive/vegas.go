@@ -11,9 +11,9 @@ import (
 // here they are multiples of L = max(1, floor(log10(limit))), as in its
 // defaults.
 type VegasConfig struct {
-	InitialLimit int // the limit before the first sample; default 20
+	InitialLimit int // the limit before the first sample; default 20, or MinLimit if higher
 	MinLimit     int // the limit never goes below it; default 1
-	MaxLimit     int // the limit never goes above it; default 1000
+	MaxLimit     int // the limit never goes above it; default 1000, or InitialLimit if higher
 
 	// Smoothing weighs the new limit against the old one after each update:
 	// limit = (1-Smoothing)*old + Smoothing*new; in (0, 1], default 1 (none).
