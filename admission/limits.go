@@ -43,6 +43,25 @@ func (c *Controller) SetLimits(limits Resources) {
 	c.maybeAdmitLocked()
 }
 
+// SetCountLimit changes the count limit only, in one hold of the lock, so that it
+// never undoes a concurrent change of the memory limit: for a limit driven from
+// outside, such as an adaptive limiter. Otherwise it is SetLimits.
+func (c *Controller) SetCountLimit(n int64) {
+	c.made()
+	if n < 0 {
+		c.panicf("SetCountLimit(%d): negative limit", n)
+	}
+	if c.group != nil {
+		c.panicf("SetCountLimit(%d): a member of group %q takes its limits from the group", n, c.group.name)
+	}
+	c.lock()
+	defer c.unlock()
+	limits := c.limits
+	limits.Count = n
+	c.setLimitsLocked(limits)
+	c.maybeAdmitLocked()
+}
+
 func (c *Controller) setLimitsLocked(limits Resources) {
 	c.avail = c.avail.Add(limits.Sub(c.limits))
 	c.limits = limits

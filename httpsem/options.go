@@ -17,6 +17,7 @@ type config struct {
 	timeout    time.Duration              // longest wait; 0 means as long as the request's context
 	retryAfter time.Duration              // Retry-After on overload responses; 0 means none
 	status     int                        // overload status
+	dropped    func(status int) bool      // Adaptive: which statuses are overload; nil means 5xx
 }
 
 // WithWeight sets how many units of the semaphore a request takes (default 1).

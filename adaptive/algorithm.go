@@ -1,0 +1,64 @@
+package adaptive
+
+import (
+	"math"
+	"time"
+)
+
+// A Sample summarizes one sampling window of calls for an Algorithm: how long
+// they took, how many were in flight, and whether any was dropped.
+type Sample struct {
+	Time     time.Time     // when the window closed
+	RTT      time.Duration // mean round trip of the window's calls that were not dropped; 0 if all were
+	MinRTT   time.Duration // shortest of those round trips; 0 if all were dropped
+	InFlight int           // most calls in flight at the start of any of the window's calls
+	Count    int           // calls in the window, dropped ones included (>= 1)
+	Drops    int           // calls in the window that were dropped (<= Count)
+}
+
+// Dropped reports whether any call in the window was dropped: the overload signal.
+func (s Sample) Dropped() bool { return s.Drops > 0 }
+
+// An Algorithm computes a concurrency limit from samples. It is a pure,
+// deterministic function of the samples it was given (time is a field of the
+// Sample, never read from a clock), so a test drives it with a synthetic
+// stream. A Limiter calls it from one goroutine at a time; an Algorithm need not
+// be safe for concurrent use, and must not be shared between limiters.
+//
+// AIMD, Vegas and Gradient2 implement it; any type with these two methods can be
+// given to New.
+type Algorithm interface {
+	// Limit returns the current limit, at least 1.
+	Limit() int
+	// Update takes the sample of a closed window and returns the new limit,
+	// at least 1.
+	Update(s Sample) int
+}
+
+// bound clamps x to [lo, hi].
+func bound(x, lo, hi float64) float64 { return math.Max(lo, math.Min(hi, x)) }
+
+// floorLimit is the integer limit of a smoothed float limit, at least 1.
+func floorLimit(x float64) int { return max(1, int(x)) }
+
+// checkBounds panics unless 1 <= lo <= initial <= hi.
+func checkBounds(kind string, lo, initial, hi int) {
+	if lo < 1 || hi < lo || initial < lo || initial > hi {
+		panic("adaptive: " + kind + ": limits must satisfy 1 <= MinLimit <= InitialLimit <= MaxLimit, got " +
+			itoa(lo) + ", " + itoa(initial) + ", " + itoa(hi))
+	}
+}
+
+func checkRange(kind, field string, v, lo, hi float64, loOpen, hiOpen bool) {
+	bad := v < lo || v > hi || math.IsNaN(v) || (loOpen && v == lo) || (hiOpen && v == hi)
+	if bad {
+		l, r := "[", "]"
+		if loOpen {
+			l = "("
+		}
+		if hiOpen {
+			r = ")"
+		}
+		panic("adaptive: " + kind + ": " + field + " " + ftoa(v) + " outside " + l + ftoa(lo) + ", " + ftoa(hi) + r)
+	}
+}

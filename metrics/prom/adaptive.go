@@ -1,0 +1,63 @@
+package prom
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/fairsem/semaphore/adaptive"
+)
+
+// An AdaptiveCollector exports one adaptive.Limiter: its current limit as a
+// gauge, the calls in flight, and its counters, read from Stats at each scrape.
+// Every metric carries the label limiter="NAME" (adaptive.WithName).
+//
+// All methods are safe for concurrent use.
+type AdaptiveCollector struct {
+	l    *adaptive.Limiter
+	name string // fixed
+}
+
+var (
+	adLabels = []string{"limiter"}
+
+	descAdLimit    = prometheus.NewDesc("adaptive_limit", "The concurrency limit the limiter applies now.", adLabels, nil)
+	descAdInFlight = prometheus.NewDesc("adaptive_in_flight", "Calls granted and not ended.", adLabels, nil)
+	descAdCalls    = prometheus.NewDesc("adaptive_calls_total", "Calls ended, by verdict (success, dropped, ignored).", []string{"limiter", "outcome"}, nil)
+	descAdShed     = prometheus.NewDesc("adaptive_shed_total", "Waits failed by the standing-queue policy.", adLabels, nil)
+	descAdChanges  = prometheus.NewDesc("adaptive_limit_changes_total", "Windows that changed the limit, by direction (up, down).", []string{"limiter", "direction"}, nil)
+	descAdWindows  = prometheus.NewDesc("adaptive_windows_total", "Sampling windows given to the algorithm.", adLabels, nil)
+)
+
+// NewAdaptiveCollector returns a collector for l. It panics if l is nil.
+func NewAdaptiveCollector(l *adaptive.Limiter) *AdaptiveCollector {
+	if l == nil {
+		panic("prom: NewAdaptiveCollector(nil)")
+	}
+	return &AdaptiveCollector{l: l, name: l.Stats().Name}
+}
+
+// Describe implements prometheus.Collector.
+func (c *AdaptiveCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descAdLimit, descAdInFlight, descAdCalls, descAdShed, descAdChanges, descAdWindows} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c *AdaptiveCollector) Collect(ch chan<- prometheus.Metric) {
+	s := c.l.Stats()
+	g := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, append([]string{c.name}, labels...)...)
+	}
+	n := func(d *prometheus.Desc, v uint64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), append([]string{c.name}, labels...)...)
+	}
+	g(descAdLimit, float64(s.Limit))
+	g(descAdInFlight, float64(s.InFlight))
+	n(descAdCalls, s.Succeeded, "success")
+	n(descAdCalls, s.Dropped, "dropped")
+	n(descAdCalls, s.Ignored, "ignored")
+	n(descAdShed, s.Shed)
+	n(descAdChanges, s.Increases, "up")
+	n(descAdChanges, s.Decreases, "down")
+	n(descAdWindows, s.Windows)
+}
