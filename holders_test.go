@@ -23,7 +23,7 @@ func TestHolderTracking_UntrackedSemaphoreUnitsDoNotAllocate(t *testing.T) {
 	assert.Zero(t, allocs, "without tracking a Units that does not escape stays on the stack")
 }
 
-func TestWithHolderLabel_EmptyLabelShowsTheSiteOnly(t *testing.T) {
+func TestContextWithHolderLabel_EmptyLabelShowsTheSiteOnly(t *testing.T) {
 	s := semaphore.New(1, semaphore.WithHolderTracking())
 	u, err := s.AcquireUnits(semaphore.ContextWithHolderLabel(context.Background(), ""), 1)
 	site := above()

@@ -12,9 +12,8 @@ import (
 	"github.com/fairsem/semaphore"
 )
 
-// Options: the name appears in every error, panic, String and Stats.
-
-func TestOptions_NameAppearsEverywhere(t *testing.T) {
+// WithName: the name appears in every error, panic, String and Stats.
+func TestWithName_AppearsInErrorsPanicsStringAndStats(t *testing.T) {
 	s := semaphore.New(1, semaphore.WithName("pool"))
 	assert.Contains(t, s.Acquire(context.Background(), 5).Error(), `semaphore "pool"`)
 	assert.Contains(t, s.String(), `semaphore "pool"`)

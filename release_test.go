@@ -175,12 +175,22 @@ func TestRelease_OverReleaseCaughtWhileTryAcquireTakesTheSurplus(t *testing.T) {
 	assert.Zero(t, missed, "over-releases that did not panic")
 }
 
-func TestRelease_OnBrokenSemaphoreIsANoop(t *testing.T) {
-	s := semaphore.New(2)
+// After Break, Release never panics and Available stays 0, but every unit it
+// returns is counted for Drain, up to the capacity.
+func TestRelease_AfterBreakCountsForDrain(t *testing.T) {
+	s := semaphore.New(2, semaphore.WithName("db"))
 	require.NoError(t, s.Acquire(context.Background(), 2))
 	s.Break(nil)
-	assert.NotPanics(t, func() { s.Release(2); s.Release(5) }, "no over-release check either: holders just drop units")
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	require.EqualError(t, s.Drain(done), `semaphore "db": drain: 2 units still out: context canceled`)
+	assert.NotPanics(t, func() { s.Release(1) })
 	assert.Equal(t, int64(0), s.Available())
+	require.EqualError(t, s.Drain(done), `semaphore "db": drain: 1 unit still out: context canceled`,
+		"the released unit is counted")
+	assert.NotPanics(t, func() { s.Release(1); s.Release(5) }, "no over-release check: the count stops at the capacity")
+	assert.Equal(t, int64(0), s.Available())
+	assert.NoError(t, s.Drain(done), "every unit is back")
 }
 
 // Consume: takes units at once, may drive availability below zero, ignores waiters and never blocks.
@@ -212,10 +222,12 @@ func TestConsume_IgnoresWaitersAndNeverBlocks(t *testing.T) {
 	})
 }
 
-// Consume refuses a debt past MaxUnits, exactly at the limit and past it, and the
-// refused call changes nothing.
-func TestConsume_DebtAtAndPastTheLimit(t *testing.T) {
+// Consume panics, changing nothing, on negative units, on more than MaxUnits, and
+// on a debt past MaxUnits, which is allowed exactly at the limit.
+func TestConsume_OutOfRangePanicsAndChangesNothing(t *testing.T) {
 	s := semaphore.New(0, semaphore.WithName("mem"))
+	requirePanic(t, `semaphore "mem": Consume(-1): negative units`, func() { s.Consume(-1) })
+	assert.True(t, s.TryAcquire(0), "the refused call took nothing")
 	s.Consume(semaphore.MaxUnits) // exactly at the limit: allowed
 	requirePanic(t, `semaphore "mem": Consume(2): units in debt would exceed`, func() { s.Consume(2) })
 	requirePanic(t, "units in debt would exceed", func() { s.Consume(1) })
@@ -228,13 +240,19 @@ func TestConsume_DebtAtAndPastTheLimit(t *testing.T) {
 	requirePanic(t, "released more than held", func() { s.Release(1) })
 }
 
-func TestConsume_BrokenIsANoopAndNegativePanics(t *testing.T) {
+// After Break, Consume changes nothing visible (Available stays 0), but the units
+// it takes are out until released, and Drain waits for them.
+func TestConsume_AfterBreakCountsForDrain(t *testing.T) {
 	s := semaphore.New(2, semaphore.WithName("mem"))
-	requirePanic(t, `semaphore "mem": Consume(-1): negative units`, func() { s.Consume(-1) })
 	s.Break(nil)
+	require.NoError(t, s.Drain(context.Background()), "nothing out yet")
 	s.Consume(1)
-	s.Resize(10)
-	assert.Equal(t, int64(2), s.Capacity(), "Resize is a no-op on a broken semaphore")
+	assert.Equal(t, int64(0), s.Available())
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	require.EqualError(t, s.Drain(done), `semaphore "mem": drain: 1 unit still out: context canceled`)
+	s.Release(1)
+	assert.NoError(t, s.Drain(done), "the consumed unit is back")
 }
 
 // Resize: growing grants waiters that now fit; shrinking never revokes holders and fails waiters larger than the new capacity.
@@ -377,8 +395,15 @@ func TestResize_RefusalStormLosesNoWakeup(t *testing.T) {
 	assert.Equal(t, 0, s.Waiters())
 }
 
-func TestResize_NegativePanics(t *testing.T) {
+// Resize panics on a capacity out of range, and does nothing on a broken semaphore.
+func TestResize_OutOfRangePanicsAndBrokenDoesNothing(t *testing.T) {
 	requirePanic(t, "Resize(-1)", func() { semaphore.New(1).Resize(-1) })
+	requirePanic(t, "capacity must be between 0 and", func() { semaphore.New(1).Resize(semaphore.MaxUnits + 1) })
+	s := semaphore.New(2)
+	s.Break(nil)
+	s.Resize(10)
+	assert.Equal(t, int64(2), s.Capacity(), "a broken semaphore keeps its capacity")
+	assert.Equal(t, int64(0), s.Available())
 }
 
 // A shrinking Resize over a deep debt leaves a debt, not a wrapped count.

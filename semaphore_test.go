@@ -34,7 +34,7 @@ func TestNew_PanicsOnNegativeCapacity(t *testing.T) {
 // The queries report the live state; on a zero Semaphore they describe it, and
 // everything else panics.
 
-func TestQueries_ReportLiveState(t *testing.T) {
+func TestSemaphore_QueriesReportLiveState(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := semaphore.New(3, semaphore.WithName("q"))
 		assert.Equal(t, "q", s.Name())
@@ -78,7 +78,7 @@ func TestString_CapacityAndAvailableAreReadTogether(t *testing.T) {
 
 // The zero Semaphore is not usable: every call that takes, returns or waits for
 // units panics with a message that says to use New.
-func TestZeroValue_PanicsSayingToUseNew(t *testing.T) {
+func TestSemaphore_ZeroValuePanicsSayingToUseNew(t *testing.T) {
 	calls := map[string]func(s *semaphore.Semaphore){
 		"Acquire":         func(s *semaphore.Semaphore) { _ = s.Acquire(context.Background(), 1) },
 		"Acquire0":        func(s *semaphore.Semaphore) { _ = s.Acquire(context.Background(), 0) },
@@ -105,7 +105,7 @@ func TestZeroValue_PanicsSayingToUseNew(t *testing.T) {
 
 // The queries describe a zero Semaphore without panicking, so that logging one
 // never crashes.
-func TestZeroValue_QueriesDoNotPanic(t *testing.T) {
+func TestSemaphore_ZeroValueQueriesDoNotPanic(t *testing.T) {
 	var s semaphore.Semaphore
 	assert.Equal(t, int64(0), s.Capacity())
 	assert.Equal(t, int64(0), s.Available())

@@ -92,7 +92,7 @@ func TestDrain_AfterBreakWaitsForEveryHolder(t *testing.T) {
 		s.Release(1)
 		synctest.Wait()
 		require.NoError(t, <-drained)
-		assert.NotPanics(t, func() { s.Release(5) }, "after Break a release past the capacity is dropped")
+		assert.NotPanics(t, func() { s.Release(5) }, "after Break the count stops at the capacity")
 		require.NoError(t, s.Drain(context.Background()))
 	})
 }

@@ -244,16 +244,22 @@ func TestUnits_DetachKeepsTheUnitsTaken(t *testing.T) {
 	assert.Equal(t, int64(4), s.Available())
 }
 
-func TestUnits_ReturnedToABrokenSemaphoreAreDropped(t *testing.T) {
-	s := semaphore.New(3)
-	u, _ := s.TryAcquireUnits(3)
+// Units returned after Break, by Return or Release, never panic and leave
+// Available at 0, but they are counted for Drain.
+func TestUnits_ReturnedAfterBreakCountForDrain(t *testing.T) {
+	s := semaphore.New(3, semaphore.WithName("pool"))
+	u, ok := s.TryAcquireUnits(3)
+	require.True(t, ok)
 	s.Break(errors.New("closing"))
-	assert.NotPanics(t, func() {
-		require.NoError(t, u.Return(1))
-		u.Release()
-	})
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	assert.NotPanics(t, func() { require.NoError(t, u.Return(1)) })
+	assert.Equal(t, int64(0), s.Available())
+	require.ErrorContains(t, s.Drain(done), `semaphore "pool": drain: 2 units still out`, "the returned unit is counted")
+	assert.NotPanics(t, u.Release)
 	assert.Equal(t, int64(0), u.Count())
 	assert.Equal(t, int64(0), s.Available())
+	assert.NoError(t, s.Drain(done), "every unit is back")
 }
 
 // Units moved between owners by concurrent Split, Return, Adopt, Detach and

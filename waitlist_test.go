@@ -413,7 +413,7 @@ func waitEveryWay(t *testing.T, settle func()) {
 // Waiter nodes are pooled across goroutines. A node used inside a synctest bubble
 // must come back clean enough to be used outside it and in another bubble: the
 // runtime makes a WaitGroup used from two bubbles a fatal error.
-func TestSynctest_PooledWaitersMoveSafelyBetweenBubbles(t *testing.T) {
+func TestWaiter_PooledNodesMoveSafelyBetweenBubbles(t *testing.T) {
 	for range 3 {
 		synctest.Test(t, func(t *testing.T) { waitEveryWay(t, synctest.Wait) })
 		deadline := time.Now().Add(10 * time.Second)
