@@ -180,6 +180,36 @@ func TestDiagnostics_BrokenHeadlineGivesTheCause(t *testing.T) {
 	assert.Contains(t, headline(s), "broken (shutting down), 0 held")
 }
 
+// After Break the dump counts every unit that Drain waits for, those held outside
+// Units included, as it does before Break.
+func TestDiagnostics_AfterBreakCountsWhatDrainWaitsFor(t *testing.T) {
+	for _, tracked := range []bool{false, true} {
+		var opts []semaphore.Option
+		if tracked {
+			opts = append(opts, semaphore.WithHolderTracking())
+		}
+		s := semaphore.New(5, append(opts, semaphore.WithName("db"))...)
+		require.NoError(t, s.Acquire(context.Background(), 2))
+		u, err := s.AcquireUnits(context.Background(), 1)
+		require.NoError(t, err)
+		s.Break(errors.New("shutdown"))
+
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		require.ErrorContains(t, s.Drain(ctx), "3 units still out")
+		dump := s.Diagnostics(0)
+		first := strings.SplitN(dump, "\n", 2)[0]
+		assert.Contains(t, first, "3 held", "tracked=%v: %s", tracked, dump)
+		assert.Contains(t, dump, "held 3", "tracked=%v: %s", tracked, dump)
+		if tracked {
+			assert.Contains(t, first, "1 of them by 1 holder", dump)
+		}
+		u.Release()
+		s.Release(2)
+		require.NoError(t, s.Drain(context.Background()))
+	}
+}
+
 func TestDiagnostics_ReportsDebt(t *testing.T) {
 	s := semaphore.New(2)
 	s.Consume(5)
@@ -187,25 +217,4 @@ func TestDiagnostics_ReportsDebt(t *testing.T) {
 	assert.Contains(t, dump, "no waiters, 0 of 2 available, 5 held (holders not tracked)\n")
 	assert.Contains(t, dump, "capacity 2, available 0, held 5, waiters 0 (0 units)\nin debt by 3 units after Consume or a shrinking Resize\n")
 	s.Release(5)
-}
-
-func TestHolderTracking_UntrackedSemaphoreUnitsDoNotAllocate(t *testing.T) {
-	s := semaphore.New(1)
-	ctx := context.Background()
-	allocs := testing.AllocsPerRun(100, func() {
-		u, _ := s.AcquireUnits(ctx, 1)
-		u.Release()
-		u, _ = s.TryAcquireUnits(1)
-		u.Release()
-	})
-	assert.Zero(t, allocs, "without tracking a Units that does not escape stays on the stack")
-}
-
-func TestWithHolderLabel_EmptyLabelShowsTheSiteOnly(t *testing.T) {
-	s := semaphore.New(1, semaphore.WithHolderTracking())
-	u, err := s.AcquireUnits(semaphore.ContextWithHolderLabel(context.Background(), ""), 1)
-	site := above()
-	require.NoError(t, err)
-	defer u.Release()
-	assert.True(t, strings.HasSuffix(headline(s), "(oldest: "+site+")"), headline(s))
 }

@@ -118,7 +118,7 @@ func ExampleSemaphore_Break() {
 	err := <-done
 	fmt.Println(err)
 	fmt.Println(errors.Is(err, semaphore.ErrBroken))
-	sem.Release(1) // a no-op now: holders need not know about the break
+	sem.Release(1) // never panics, and counts for Drain: holders need not know about the break
 	// Output:
 	// semaphore "workers": acquire 1 unit: broken: shutting down
 	// true

@@ -28,15 +28,3 @@ func TestHolderTracking_RecordsOfCollectedUnitsAreSwept(t *testing.T) {
 	assert.Less(t, holderCount(s), 2000, "the list holds the Units of about the last sweep interval, not all 10000")
 	assert.Positive(t, holderCount(s))
 }
-
-func TestLeakDetection_RecordsLeaveTheListWhenFinalized(t *testing.T) {
-	s := New(1, WithLeakDetection(func(LeakReport) {}))
-	for range 1000 {
-		u, _ := s.AcquireUnits(context.Background(), 1)
-		u.Release()
-	}
-	require.Eventually(t, func() bool {
-		runtime.GC()
-		return holderCount(s) == 0
-	}, 10e9, 1e6)
-}

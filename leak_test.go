@@ -123,12 +123,6 @@ func TestLeakDetection_StackWithAcquireStacks(t *testing.T) {
 	assert.NotContains(t, r.Stack, "semaphore.(*Semaphore)", "the stack starts at the caller")
 }
 
-func TestWithLeakDetection_NilPanics(t *testing.T) {
-	requirePanic(t, `semaphore "db": WithLeakDetection(nil): the report function must not be nil`, func() {
-		semaphore.New(1, semaphore.WithName("db"), semaphore.WithLeakDetection(nil))
-	})
-}
-
 func TestLeakReport_ZeroValueReclaimDoesNothing(t *testing.T) {
 	assert.NotPanics(t, func() { semaphore.LeakReport{}.Reclaim() })
 }

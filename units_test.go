@@ -5,8 +5,10 @@ import (
 	"errors"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -171,84 +173,6 @@ func TestUnits_AdoptRefusesAnotherSemaphoresUnits(t *testing.T) {
 	v.Release()
 }
 
-func TestUnits_DetachKeepsTheUnitsTaken(t *testing.T) {
-	s := semaphore.New(4)
-	u, _ := s.TryAcquireUnits(3)
-	assert.Equal(t, int64(3), u.Detach())
-	assert.Equal(t, int64(0), u.Count())
-	u.Release()
-	assert.Equal(t, int64(1), s.Available(), "detached units are not returned by Release")
-	s.Release(3)
-	assert.Equal(t, int64(4), s.Available())
-}
-
-func TestUnits_ReturnedToABrokenSemaphoreAreDropped(t *testing.T) {
-	s := semaphore.New(3)
-	u, _ := s.TryAcquireUnits(3)
-	s.Break(errors.New("closing"))
-	assert.NotPanics(t, func() {
-		require.NoError(t, u.Return(1))
-		u.Release()
-	})
-	assert.Equal(t, int64(0), u.Count())
-	assert.Equal(t, int64(0), s.Available())
-}
-
-// WithSemaphore holds the units exactly while fn runs and releases them on every path.
-
-func TestWithSemaphore_ReleasesOnReturnAndError(t *testing.T) {
-	s := semaphore.New(2)
-	err := semaphore.WithSemaphore(context.Background(), s, 2, func(context.Context) error {
-		assert.Equal(t, int64(0), s.Available(), "fn runs holding the units")
-		return nil
-	})
-	require.NoError(t, err)
-	assert.Equal(t, int64(2), s.Available())
-
-	boom := errors.New("boom")
-	err = semaphore.WithSemaphore(context.Background(), s, 1, func(context.Context) error { return boom })
-	assert.ErrorIs(t, err, boom)
-	assert.Equal(t, int64(2), s.Available())
-}
-
-func TestWithSemaphore_ReleasesThenPropagatesAPanic(t *testing.T) {
-	s := semaphore.New(1)
-	assert.PanicsWithValue(t, "in fn", func() {
-		_ = semaphore.WithSemaphore(context.Background(), s, 1, func(context.Context) error { panic("in fn") })
-	})
-	assert.Equal(t, int64(1), s.Available())
-	assert.PanicsWithValue(t, "in fn", func() {
-		_, _ = semaphore.WithSemaphoreValue(context.Background(), s, 1, func(context.Context) (int, error) { panic("in fn") })
-	})
-	assert.Equal(t, int64(1), s.Available())
-}
-
-func TestWithSemaphore_DoesNotCallFnWhenTheAcquireFails(t *testing.T) {
-	s := semaphore.New(1)
-	called := false
-	err := semaphore.WithSemaphore(context.Background(), s, 2, func(context.Context) error { called = true; return nil })
-	assert.ErrorIs(t, err, semaphore.ErrTooLarge)
-	v, err := semaphore.WithSemaphoreValue(context.Background(), s, 2, func(context.Context) (string, error) {
-		called = true
-		return "x", nil
-	})
-	assert.ErrorIs(t, err, semaphore.ErrTooLarge)
-	assert.Equal(t, "", v)
-	assert.False(t, called)
-}
-
-func TestWithSemaphoreValue_ReturnsFnsResult(t *testing.T) {
-	s := semaphore.New(3)
-	type key struct{}
-	ctx := context.WithValue(context.Background(), key{}, "carried")
-	v, err := semaphore.WithSemaphoreValue(ctx, s, 3, func(ctx context.Context) (string, error) {
-		return ctx.Value(key{}).(string), nil
-	})
-	require.NoError(t, err)
-	assert.Equal(t, "carried", v, "fn receives the caller's context")
-	assert.Equal(t, int64(3), s.Available())
-}
-
 // Adopt moves other's units in one step: a Return or Split on other that runs at
 // the same time sees them either all still in other or all already gone, never a
 // count that both sides act on. In each round one goroutine keeps moving the units
@@ -307,4 +231,90 @@ func TestUnits_AdoptIsAtomicAgainstConcurrentUseOfTheOther(t *testing.T) {
 		b.Release()
 		require.Equal(t, int64(capacity), s.Available(), "round %d", round)
 	}
+}
+
+func TestUnits_DetachKeepsTheUnitsTaken(t *testing.T) {
+	s := semaphore.New(4)
+	u, _ := s.TryAcquireUnits(3)
+	assert.Equal(t, int64(3), u.Detach())
+	assert.Equal(t, int64(0), u.Count())
+	u.Release()
+	assert.Equal(t, int64(1), s.Available(), "detached units are not returned by Release")
+	s.Release(3)
+	assert.Equal(t, int64(4), s.Available())
+}
+
+// Units returned after Break, by Return or Release, never panic and leave
+// Available at 0, but they are counted for Drain.
+func TestUnits_ReturnedAfterBreakCountForDrain(t *testing.T) {
+	s := semaphore.New(3, semaphore.WithName("pool"))
+	u, ok := s.TryAcquireUnits(3)
+	require.True(t, ok)
+	s.Break(errors.New("closing"))
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	assert.NotPanics(t, func() { require.NoError(t, u.Return(1)) })
+	assert.Equal(t, int64(0), s.Available())
+	require.ErrorContains(t, s.Drain(done), `semaphore "pool": drain: 2 units still out`, "the returned unit is counted")
+	assert.NotPanics(t, u.Release)
+	assert.Equal(t, int64(0), u.Count())
+	assert.Equal(t, int64(0), s.Available())
+	assert.NoError(t, s.Drain(done), "every unit is back")
+}
+
+// Units moved between owners by concurrent Split, Return, Adopt, Detach and
+// Release never create or lose a unit. Two goroutines work on the same Units in
+// tight loops, so that their read-modify-writes overlap.
+func TestUnits_ConcurrentStormKeepsExactTotals(t *testing.T) {
+	const capacity = 1 << 30
+	s := semaphore.New(capacity)
+	root, ok := s.TryAcquireUnits(capacity)
+	require.True(t, ok)
+	var detached, returned, overlaps atomic.Int64
+	var progress [2]atomic.Int64
+	start := time.Now()
+	var wg sync.WaitGroup
+	for g := range 2 {
+		wg.Go(func() {
+			var kept *semaphore.Units
+			// Run until the two goroutines were seen running at the same time
+			// many times, or for a second on a machine too busy to run them so.
+			for i := 0; i < 100_000 || overlaps.Load() < 2_000 && (i%1024 != 0 || time.Since(start) < time.Second); i++ {
+				before := progress[1-g].Load()
+				progress[g].Add(1)
+				p, err := root.Split(int64(1 + (g+i)%3))
+				require.NoError(t, err)
+				switch i % 8 {
+				case 0:
+					require.NoError(t, p.Return(1))
+					returned.Add(1)
+					p.Release()
+				case 1:
+					detached.Add(p.Detach())
+				case 2:
+					if kept == nil {
+						kept = p
+						continue
+					}
+					require.NoError(t, kept.Adopt(p))
+				case 3:
+					p.Release()
+				default:
+					require.NoError(t, root.Adopt(p))
+				}
+				if progress[1-g].Load() != before {
+					overlaps.Add(1)
+				}
+			}
+			require.NoError(t, root.Adopt(kept))
+		})
+	}
+	wg.Wait()
+	t.Logf("%d overlapping iterations", overlaps.Load())
+	held := root.Count()
+	root.Release()
+	assert.Equal(t, capacity-detached.Load(), s.Available(), "units neither created nor lost")
+	assert.Equal(t, capacity-detached.Load()-held, s.Available()-held)
+	s.Release(detached.Load())
+	assert.Equal(t, int64(capacity), s.Available())
 }

@@ -3,10 +3,12 @@ package semaphore_test
 import (
 	"context"
 	"log/slog"
+	"runtime"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
+	"weak"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -132,43 +134,6 @@ func TestWatchdog_RearmsWhenTheListFillsAgain(t *testing.T) {
 	})
 }
 
-func TestWatchdog_NilLoggerUsesTheDefault(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		logs := &logRecords{}
-		prev := slog.Default()
-		slog.SetDefault(slog.New(logs))
-		defer slog.SetDefault(prev)
-		s := semaphore.New(1, semaphore.WithWatchdog(time.Second, time.Second, nil))
-		require.NoError(t, s.Acquire(context.Background(), 1))
-		calls := queue(context.Background(), s, 1)
-		time.Sleep(time.Second)
-		synctest.Wait()
-		assert.Len(t, logs.got(), 1)
-		s.Release(1)
-		synctest.Wait()
-		require.Len(t, finished(calls), 1)
-		s.Release(1)
-	})
-}
-
-func TestWithWatchdog_InvalidValuesPanic(t *testing.T) {
-	for _, tc := range []struct {
-		threshold, every time.Duration
-		want             string
-	}{
-		{0, time.Second, "WithWatchdog(0s, 1s): the threshold must be positive"},
-		{-time.Second, time.Second, "WithWatchdog(-1s, 1s): the threshold must be positive"},
-		{time.Second, 0, "WithWatchdog(1s, 0s): the interval between dumps must be positive"},
-		{time.Second, -1, "WithWatchdog(1s, -1ns): the interval between dumps must be positive"},
-	} {
-		requirePanic(t, `semaphore "db": `+tc.want, func() {
-			semaphore.New(1, semaphore.WithName("db"), semaphore.WithWatchdog(tc.threshold, tc.every, nil))
-		})
-	}
-}
-
-func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
-
 func TestWatchdog_NewStallWithinTheIntervalWaitsForIt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		logs := &logRecords{}
@@ -192,4 +157,43 @@ func TestWatchdog_NewStallWithinTheIntervalWaitsForIt(t *testing.T) {
 		require.Len(t, finished(second), 1)
 		s.Release(1)
 	})
+}
+
+func TestWatchdog_NilLoggerUsesTheDefault(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		logs := &logRecords{}
+		prev := slog.Default()
+		slog.SetDefault(slog.New(logs))
+		defer slog.SetDefault(prev)
+		s := semaphore.New(1, semaphore.WithWatchdog(time.Second, time.Second, nil))
+		require.NoError(t, s.Acquire(context.Background(), 1))
+		calls := queue(context.Background(), s, 1)
+		time.Sleep(time.Second)
+		synctest.Wait()
+		assert.Len(t, logs.got(), 1)
+		s.Release(1)
+		synctest.Wait()
+		require.Len(t, finished(calls), 1)
+		s.Release(1)
+	})
+}
+
+// The watchdog's timer is armed only while someone waits: once the last waiter
+// leaves, nothing keeps the semaphore reachable.
+func TestWatchdog_TimerStopsWhenTheListEmpties(t *testing.T) {
+	collected := func() weak.Pointer[semaphore.Semaphore] {
+		s := semaphore.New(1, semaphore.WithWatchdog(time.Hour, time.Hour, nil))
+		require.NoError(t, s.Acquire(context.Background(), 1))
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error)
+		go func() { done <- s.Acquire(ctx, 1) }()
+		require.Eventually(t, func() bool { return s.Waiters() == 1 }, 10*time.Second, time.Millisecond)
+		cancel()
+		require.ErrorIs(t, <-done, context.Canceled)
+		return weak.Make(s)
+	}()
+	require.Eventually(t, func() bool {
+		runtime.GC()
+		return collected.Value() == nil
+	}, 10*time.Second, 10*time.Millisecond, "a pending watchdog timer keeps the semaphore reachable")
 }

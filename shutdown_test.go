@@ -14,6 +14,53 @@ import (
 	"github.com/fairsem/semaphore"
 )
 
+// Break: fails every waiter and every later call with ErrBroken and the cause; only the first Break counts.
+
+func TestBreak_FailsEveryWaiterWithTheCause(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := semaphore.New(1)
+		require.NoError(t, s.Acquire(context.Background(), 1))
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		calls := queue(ctx, s, 1, 1)
+		calls = append(calls, queue(context.Background(), s, 1)...)
+		timed := make(chan error, 1)
+		go func() { timed <- s.AcquireTimeout(time.Hour, 1) }()
+		synctest.Wait()
+		calls = append(calls, timed)
+		cause := errors.New("shutting down")
+		s.Break(cause)
+		synctest.Wait()
+		got := finished(calls)
+		require.Len(t, got, 4)
+		for i, err := range got {
+			assert.ErrorIs(t, err, semaphore.ErrBroken, "waiter %d", i)
+			assert.ErrorIs(t, err, cause, "waiter %d", i)
+		}
+		assert.Equal(t, 0, s.Waiters())
+	})
+}
+
+func TestBreak_OnlyTheFirstCounts(t *testing.T) {
+	s := semaphore.New(1)
+	assert.NoError(t, s.Err())
+	first := errors.New("first")
+	s.Break(first)
+	s.Break(errors.New("second"))
+	assert.ErrorIs(t, s.Err(), first)
+	assert.ErrorIs(t, s.Err(), semaphore.ErrBroken)
+	assert.NotContains(t, s.Err().Error(), "second")
+	assert.True(t, s.Stats().Broken)
+	assert.Contains(t, s.String(), "broken: first")
+}
+
+func TestBreak_NilCauseMatchesErrBroken(t *testing.T) {
+	s := semaphore.New(1)
+	s.Break(nil)
+	assert.ErrorIs(t, s.Err(), semaphore.ErrBroken)
+	assert.ErrorIs(t, s.Acquire(context.Background(), 1), semaphore.ErrBroken)
+}
+
 func TestDrain_ReturnsAtOnceWhenNothingIsOut(t *testing.T) {
 	s := semaphore.New(3)
 	require.NoError(t, s.Drain(context.Background()))
@@ -45,7 +92,7 @@ func TestDrain_AfterBreakWaitsForEveryHolder(t *testing.T) {
 		s.Release(1)
 		synctest.Wait()
 		require.NoError(t, <-drained)
-		assert.NotPanics(t, func() { s.Release(5) }, "after Break a release past the capacity is dropped")
+		assert.NotPanics(t, func() { s.Release(5) }, "after Break the count stops at the capacity")
 		require.NoError(t, s.Drain(context.Background()))
 	})
 }
