@@ -105,7 +105,7 @@ func (u *Units) Semaphore() *Semaphore {
 
 // Release returns every unit u owns to the semaphore. It is idempotent, safe to call
 // from several goroutines at once (the units are returned exactly once), and does
-// nothing on a nil *Units. Units returned to a broken semaphore are dropped.
+// nothing on a nil *Units. After Break the units are still counted, for Drain.
 func (u *Units) Release() {
 	if u == nil {
 		return
