@@ -156,6 +156,12 @@ var (
 	// ErrQueueFull: the wait list already held the number of waiters set by
 	// WithMaxWaiters.
 	ErrQueueFull = errors.New("wait queue full")
+	// ErrShed: the call was queued, then refused so that the queue stays short:
+	// it would have been served too late to be worth it (admission's
+	// WithShedFactor, adaptive's WithStandingQueue; the core itself never sheds).
+	// It also matches ErrQueueFull: one check catches every call refused for
+	// load, and errors.Is(err, ErrShed) tells this kind apart.
+	ErrShed error = &narrowerError{text: "shed", also: ErrQueueFull}
 	// ErrTooLarge: the request is larger than the capacity, so it could never be
 	// granted.
 	ErrTooLarge = errors.New("request larger than capacity")
@@ -164,6 +170,15 @@ var (
 	// ErrDifferentSemaphore: Units of one semaphore were offered to Units of another.
 	ErrDifferentSemaphore = errors.New("units belong to a different semaphore")
 )
+
+// narrowerError is a sentinel that also matches a more general one.
+type narrowerError struct {
+	text string
+	also error
+}
+
+func (e *narrowerError) Error() string { return e.text }
+func (e *narrowerError) Unwrap() error { return e.also }
 
 // opError is the one error type of the package. Its message reads
 // `semaphore "NAME": OP N units: WHY`, or `semaphore "NAME": WHY` when there is no

@@ -13,11 +13,39 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fairsem/semaphore"
+	"github.com/fairsem/semaphore/adaptive"
 	"github.com/fairsem/semaphore/admission"
 	"github.com/fairsem/semaphore/group"
 	"github.com/fairsem/semaphore/httpsem"
+	"github.com/fairsem/semaphore/keyed"
 	"github.com/fairsem/semaphore/netsem"
 )
+
+// heldKey is a keyed set of capacity 1 whose key "k" is held until the test ends.
+func heldKey(t *testing.T, opts ...keyed.Option) *keyed.Set {
+	set := keyed.New(1, opts...)
+	u, ok := set.TryAcquire("k", 1)
+	require.True(t, ok)
+	t.Cleanup(u.Release)
+	return set
+}
+
+// heldLimiter is an adaptive limiter whose one slot is held until the test ends.
+func heldLimiter(t *testing.T, opts ...semaphore.Option) *adaptive.Limiter {
+	l := adaptive.New(semaphore.New(1, opts...), adaptive.NewAIMD(adaptive.AIMDConfig{InitialLimit: 1, MinLimit: 1, MaxLimit: 1}))
+	c, err := l.Acquire(context.Background())
+	require.NoError(t, err)
+	t.Cleanup(c.Release)
+	return l
+}
+
+func limiterAcquire(l *adaptive.Limiter, ctx context.Context) error {
+	c, err := l.Acquire(ctx)
+	if err == nil {
+		c.Release()
+	}
+	return err
+}
 
 // The shared meanings have one sentinel each, in the core: an error of any
 // package of the module that means one of them matches that sentinel with
@@ -124,6 +152,24 @@ func TestSharedSentinels_EveryPackageMatchesTheCoreSentinelForEachSharedMeaning(
 				s.Break(errCause)
 				return goTask(s, context.Background(), 1)
 			}, errCause},
+			{"keyed", func(t *testing.T) error {
+				set := keyed.New(1)
+				set.Break(errCause)
+				_, err := set.Acquire(context.Background(), "k", 1)
+				return err
+			}, errCause},
+			{"keyed, global", func(t *testing.T) error {
+				global := semaphore.New(1)
+				global.Break(errCause)
+				_, err := keyed.New(1, keyed.WithGlobal(global)).Acquire(context.Background(), "k", 1)
+				return err
+			}, errCause},
+			{"adaptive", func(t *testing.T) error {
+				s := semaphore.New(1)
+				l := adaptive.New(s, adaptive.NewAIMD(adaptive.AIMDConfig{}))
+				s.Break(errCause)
+				return limiterAcquire(l, context.Background())
+			}, errCause},
 		}},
 		{"timed out", semaphore.ErrTimedOut, []failing{
 			{"semaphore", func(t *testing.T) error { return heldSemaphore(t).AcquireTimeout(0, 1) }, nil},
@@ -134,6 +180,11 @@ func TestSharedSentinels_EveryPackageMatchesTheCoreSentinelForEachSharedMeaning(
 			}, nil},
 			{"admission, drain", func(t *testing.T) error { return heldController(t).Drain(expired(t)) }, nil},
 			{"group", func(t *testing.T) error { return goTask(heldSemaphore(t), expired(t), 1) }, nil},
+			{"keyed", func(t *testing.T) error {
+				_, err := heldKey(t).AcquireTimeout(0, "k", 1)
+				return err
+			}, nil},
+			{"adaptive", func(t *testing.T) error { return limiterAcquire(heldLimiter(t), expired(t)) }, nil},
 		}},
 		{"queue full", semaphore.ErrQueueFull, []failing{
 			{"semaphore", func(t *testing.T) error {
@@ -156,12 +207,19 @@ func TestSharedSentinels_EveryPackageMatchesTheCoreSentinelForEachSharedMeaning(
 				require.Eventually(t, func() bool { return c.Stats().Queued == 1 }, 10*time.Second, time.Millisecond)
 				p.Release()
 				err = <-shed
-				require.ErrorIs(t, err, admission.ErrShed)
+				require.ErrorIs(t, err, semaphore.ErrShed)
 				return err
 			}, nil},
 			{"netsem", func(t *testing.T) error { return accept(t, heldSemaphore(t, semaphore.WithMaxWaiters(0))) }, nil},
 			{"group", func(t *testing.T) error {
 				return goTask(heldSemaphore(t, semaphore.WithMaxWaiters(0)), context.Background(), 1)
+			}, nil},
+			{"keyed", func(t *testing.T) error {
+				_, err := heldKey(t, keyed.WithMaxWaiters(0)).Acquire(context.Background(), "k", 1)
+				return err
+			}, nil},
+			{"adaptive", func(t *testing.T) error {
+				return limiterAcquire(heldLimiter(t, semaphore.WithMaxWaiters(0)), context.Background())
 			}, nil},
 		}},
 		{"too large", semaphore.ErrTooLarge, []failing{
@@ -169,6 +227,10 @@ func TestSharedSentinels_EveryPackageMatchesTheCoreSentinelForEachSharedMeaning(
 			{"semaphore", func(t *testing.T) error { return semaphore.New(1).Acquire(context.Background(), 2) }, nil},
 			{"netsem", func(t *testing.T) error { return accept(t, semaphore.New(0)) }, nil},
 			{"group", func(t *testing.T) error { return goTask(semaphore.New(1), context.Background(), 2) }, nil},
+			{"keyed", func(t *testing.T) error {
+				_, err := keyed.New(1).Acquire(context.Background(), "k", 2)
+				return err
+			}, nil},
 		}},
 	} {
 		for _, f := range meaning.by {

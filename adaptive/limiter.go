@@ -97,8 +97,7 @@ func clampLimit(n int) int64 { return min(max(int64(n), 1), semaphore.MaxUnits) 
 // Acquire(ctx, 1) does (FIFO, and the same errors, which wrap the core's
 // sentinels), and returns the granted Call, which the caller must end with
 // Done or Release. With WithStandingQueue, a wait may also fail with an error
-// matching ErrShed and semaphore.ErrTimedOut. Acquire panics on a Limiter made
-// by NewController.
+// matching semaphore.ErrShed. Acquire panics on a Limiter made by NewController.
 func (l *Limiter) Acquire(ctx context.Context) (*Call, error) {
 	c := new(Call) // stays on the caller's stack when Acquire is inlined and c does not escape
 	if err := l.acquire(ctx, c); err != nil {

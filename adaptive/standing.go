@@ -2,23 +2,18 @@ package adaptive
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/fairsem/semaphore"
 )
 
-// ErrShed is wrapped, together with semaphore.ErrTimedOut, by the error of a
-// wait that WithStandingQueue cut short.
-var ErrShed = errors.New("shed from a standing queue")
-
 // WithStandingQueue fails queued callers once the wait queue stands, as CoDel
 // does and as described in "Fail at Scale": the queue is standing when no
 // caller has found it empty for longer than interval. Then a caller that
 // arrives waits at most target, and a caller granted after waiting longer than
-// target gives its slot on at once; both fail with an error matching ErrShed
-// and semaphore.ErrTimedOut. While the queue drains in time (a caller found it
+// target gives its slot on at once; both fail with an error matching
+// semaphore.ErrShed (and so ErrQueueFull), as admission's shed requests do. While the queue drains in time (a caller found it
 // empty within interval), callers wait as long as their context allows, so
 // bursts are absorbed. The callers cut short are counted in Stats.Shed; they
 // are not samples (they never reached the backend). Typical values: 5ms and
@@ -72,11 +67,12 @@ func (l *Limiter) standing(now time.Time) bool {
 }
 
 // shedError counts a caller cut short and returns its error, which wraps
-// ErrShed and cause.
+// semaphore.ErrShed and gives cause's text. It does not match cause: a shed
+// call has one meaning, shed, however its wait ended.
 func (l *Limiter) shedError(what string, cause error) error {
 	l.mu.Lock()
 	l.shed++
 	l.mu.Unlock()
-	return fmt.Errorf("adaptive %q: acquire: %w: %s in a queue standing for over %v: %w",
-		l.cfg.name, ErrShed, what, l.cfg.standingInterval, cause)
+	return fmt.Errorf("adaptive %q: acquire: %w: %s in a queue standing for over %v: %v",
+		l.cfg.name, semaphore.ErrShed, what, l.cfg.standingInterval, cause)
 }

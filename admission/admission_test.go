@@ -379,7 +379,7 @@ func TestAcquire_PreemptiveSheddingWithFactorOneShedsEveryQueuedRequest(t *testi
 		synctest.Wait()
 		r, ok := ready(queued)
 		require.True(t, ok)
-		require.ErrorIs(t, r.err, admission.ErrShed)
+		require.ErrorIs(t, r.err, semaphore.ErrShed)
 		assert.Contains(t, r.err.Error(), "shed at the head of the queue: 59s of its 1m0s left")
 		e, ok := ready(exempt)
 		require.True(t, ok)

@@ -15,7 +15,7 @@ import (
 //
 // It fails at once with semaphore.ErrQueueFull when the queue is at its bound,
 // with semaphore.ErrBroken (and Break's cause) after Break, and with ctx's error if
-// ctx is already done. A queued request fails with ErrShed (which matches
+// ctx is already done. A queued request fails with semaphore.ErrShed (which matches
 // semaphore.ErrQueueFull too) when preemptive shedding drops it, and with an
 // error matching ctx.Err() (and semaphore.ErrTimedOut for a deadline) when ctx
 // ends; its leaving lets the requests behind it in if they now fit. A failed
@@ -268,7 +268,7 @@ func (c *Controller) admitQueueLocked() (settled bool) {
 		case b == admissible && c.shouldShedLocked(w):
 			c.stats.Shed++
 			c.settleLocked(w, c.errorf(shed, w.what(), "%w at the head of the queue: %v of its %v left",
-				ErrShed, time.Until(w.deadline).Round(time.Millisecond), w.deadline.Sub(w.arrived).Round(time.Millisecond)))
+				semaphore.ErrShed, time.Until(w.deadline).Round(time.Millisecond), w.deadline.Sub(w.arrived).Round(time.Millisecond)))
 			settled = true
 		case b == admissible:
 			c.admitLocked(w.p)

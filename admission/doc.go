@@ -36,7 +36,7 @@
 // parked permits that hold borrowed memory. A full queue (WithMaxWaiters) refuses
 // a request at once with an error matching semaphore.ErrQueueFull; with
 // WithShedFactor, a queued request that would be admitted with too little of its
-// time budget left fails with ErrShed instead. Both count as shed. A request whose
+// time budget left fails with semaphore.ErrShed instead. Both count as shed. A request whose
 // context ends leaves the queue at once, and the requests behind it are admitted if
 // they now fit.
 //
@@ -45,8 +45,9 @@
 // The meanings admission shares with the rest of the module are the core's
 // sentinels: a full queue matches semaphore.ErrQueueFull, a context deadline that
 // passed while waiting semaphore.ErrTimedOut, and every refusal after Break
-// semaphore.ErrBroken and Break's cause. ErrShed, ErrMemoryLimit, ErrEvicted and
-// ErrReleased are admission's own. OutcomeOf names how a call ended, for metrics.
+// semaphore.ErrBroken and Break's cause, and a request shed at the head
+// semaphore.ErrShed. ErrMemoryLimit, ErrEvicted and ErrReleased are admission's
+// own. OutcomeOf names how a call ended, for metrics.
 //
 // # Shutdown
 //
@@ -174,9 +175,10 @@
 //   - Releasing a parked permit unregisters it and closes its value.
 //   - Track after Break (or Group.Remove) returns a permit that is already
 //     released, so that nothing is held once Drain has returned.
-//   - ErrShed also matches semaphore.ErrQueueFull: a full queue and preemptive
-//     shedding are both load-shedding refusals, so one check catches every shed
-//     request, and errors.Is(err, ErrShed) tells the shed-factor kind apart.
+//   - A shed request's error matches semaphore.ErrShed, which also matches
+//     semaphore.ErrQueueFull: a full queue and preemptive shedding are both
+//     load-shedding refusals, so one check catches every shed request, and
+//     errors.Is(err, semaphore.ErrShed) tells the shed-factor kind apart.
 //     ErrMemoryLimit, ErrEvicted and ErrReleased match no shared sentinel: the
 //     kill limit is not a capacity the request exceeds, and the other two are
 //     about the permit, not the controller's load.

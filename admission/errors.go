@@ -4,15 +4,15 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-
-	"github.com/fairsem/semaphore"
 )
 
 // The sentinel errors. The meanings admission shares with the rest of the module
 // have one sentinel each, in the semaphore package: an error of this package
 // matches semaphore.ErrQueueFull when the admission queue was full,
 // semaphore.ErrTimedOut when the context's deadline passed while waiting, and
-// semaphore.ErrBroken (and Break's cause) after Break. The sentinels below are
+// semaphore.ErrBroken (and Break's cause) after Break, and semaphore.ErrShed
+// (which also matches ErrQueueFull) when a queued request reached the head with
+// too little of its time budget left (WithShedFactor). The sentinels below are
 // admission's own. Every error the package returns wraps, with fmt.Errorf's %w,
 // the sentinels that describe it (and the context's errors, when a context
 // ended), so callers test it with errors.Is; its text names the controller, the
@@ -23,12 +23,6 @@ import (
 // The sentinels' own texts are the reasons, without a prefix: the wrapping message
 // supplies the controller.
 var (
-	// ErrShed: the request reached the head of the queue with too little of its
-	// time budget left to be worth starting (WithShedFactor). It also matches
-	// semaphore.ErrQueueFull: both are load-shedding refusals, so one check
-	// catches every shed request, and errors.Is(err, ErrShed) tells this kind
-	// apart.
-	ErrShed error = &sentinel{text: "shed", also: semaphore.ErrQueueFull}
 	// ErrMemoryLimit: consuming more would pass the kill limit (WithKillLimit).
 	ErrMemoryLimit = errors.New("memory kill limit reached")
 	// ErrEvicted: the permit is not active: it is parked, evicted, or being
@@ -40,15 +34,6 @@ var (
 	// memory request or readmission pending at the time fails with it.
 	ErrReleased = errors.New("permit released")
 )
-
-// sentinel is a sentinel error that also matches a more general one.
-type sentinel struct {
-	text string
-	also error
-}
-
-func (e *sentinel) Error() string { return e.text }
-func (e *sentinel) Unwrap() error { return e.also }
 
 // opError is the one error type of the package: a message built by fmt.Errorf,
 // which wraps the sentinels, and the outcome of the call that failed, decided

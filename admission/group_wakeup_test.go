@@ -260,7 +260,7 @@ func TestShed_HugeFactorShedsEveryRequestThatQueued(t *testing.T) {
 		synctest.Wait()
 		r, done := ready(w)
 		require.True(t, done)
-		assert.ErrorIs(t, r.err, admission.ErrShed)
+		assert.ErrorIs(t, r.err, semaphore.ErrShed)
 	})
 }
 

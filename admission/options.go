@@ -66,7 +66,7 @@ func WithKillLimit(multiplier float64) Option {
 }
 
 // WithShedFactor turns on preemptive shedding: a queued request whose context has a
-// deadline fails with ErrShed, instead of being admitted, when at the moment it would
+// deadline fails with semaphore.ErrShed, instead of being admitted, when at the moment it would
 // be admitted its remaining time is at most f x its whole budget (deadline minus
 // arrival). It would likely time out anyway, after using resources. 0 (the default)
 // turns it off; 1 (or more) sheds every request that had to queue. New panics if f

@@ -26,7 +26,7 @@ const (
 //
 //	"admitted"      nil: the call succeeded
 //	"queue_full"    the queue was at WithMaxWaiters (semaphore.ErrQueueFull)
-//	"shed"          preemptive shedding dropped it (ErrShed)
+//	"shed"          preemptive shedding dropped it (semaphore.ErrShed)
 //	"timed_out"     its context's deadline passed (semaphore.ErrTimedOut)
 //	"cancelled"     its context was cancelled
 //	"broken"        the controller was broken (semaphore.ErrBroken)

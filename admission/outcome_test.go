@@ -114,8 +114,8 @@ func TestOutcomeOf_NamesTheOutcomeDecidedWhereTheCallFailed(t *testing.T) {
 		matches []error
 		not     []error
 	}{
-		{"queue full", fullQueue, "queue_full", []error{semaphore.ErrQueueFull}, []error{admission.ErrShed}},
-		{"shed", shedAtTheHead, "shed", []error{admission.ErrShed, semaphore.ErrQueueFull}, nil},
+		{"queue full", fullQueue, "queue_full", []error{semaphore.ErrQueueFull}, []error{semaphore.ErrShed}},
+		{"shed", shedAtTheHead, "shed", []error{semaphore.ErrShed, semaphore.ErrQueueFull}, nil},
 		{"timed out", timedOutWhileQueued, "timed_out", []error{semaphore.ErrTimedOut, context.DeadlineExceeded}, nil},
 		{"broken while queued", brokenWhileQueued, "broken", []error{semaphore.ErrBroken}, nil},
 		{"broken before", brokenBeforeAcquire, "broken", []error{semaphore.ErrBroken}, nil},
@@ -149,7 +149,7 @@ func TestOutcomeOf_ErrorsOfOtherPackagesFallBackOnTheContext(t *testing.T) {
 }
 
 func TestErrShed_MatchesQueueFullButNotTheOtherWayRound(t *testing.T) {
-	assert.ErrorIs(t, admission.ErrShed, semaphore.ErrQueueFull)
-	assert.NotErrorIs(t, semaphore.ErrQueueFull, admission.ErrShed)
-	assert.Equal(t, "shed", admission.ErrShed.Error(), "a bare reason: the wrapping message names the controller")
+	assert.ErrorIs(t, semaphore.ErrShed, semaphore.ErrQueueFull)
+	assert.NotErrorIs(t, semaphore.ErrQueueFull, semaphore.ErrShed)
+	assert.Equal(t, "shed", semaphore.ErrShed.Error(), "a bare reason: the wrapping message names the controller")
 }

@@ -95,7 +95,7 @@ func runRequest(t *testing.T, c *admission.Controller, rng *rand.Rand) string {
 	}
 	p, err := c.Acquire(ctx, op, int64(rng.IntN(256<<10)))
 	if err != nil {
-		if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, semaphore.ErrQueueFull) && !errors.Is(err, admission.ErrShed) {
+		if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, semaphore.ErrQueueFull) && !errors.Is(err, semaphore.ErrShed) {
 			t.Errorf("unexpected admission error: %v", err)
 		}
 		return "refused"

@@ -57,7 +57,7 @@ func (s *shared) pickParked(rng *rand.Rand) *admission.Parked {
 // expected reports whether err is one of the failures a request may meet in this
 // test.
 func expected(err error) bool {
-	for _, e := range []error{semaphore.ErrQueueFull, admission.ErrShed, semaphore.ErrTimedOut, context.Canceled,
+	for _, e := range []error{semaphore.ErrQueueFull, semaphore.ErrShed, semaphore.ErrTimedOut, context.Canceled,
 		admission.ErrMemoryLimit, admission.ErrEvicted, admission.ErrReleased} {
 		if errors.Is(err, e) {
 			return true

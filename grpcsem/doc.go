@@ -42,7 +42,7 @@
 //	  (the client cancelled, or its deadline passed)            DeadlineExceeded
 //	semaphore.ErrTooLarge (it could never fit)                ResourceExhausted       -1: do not retry
 //	semaphore.ErrBroken (a semaphore or controller broken)    the overload code       none: the client's backoff
-//	admission.ErrShed, semaphore.ErrQueueFull                 the overload code       pushback
+//	semaphore.ErrShed, semaphore.ErrQueueFull                 the overload code       pushback
 //	WithTimeout passed (ErrTimedOut, DeadlineExceeded)        the overload code       pushback
 //	an error carrying a gRPC status                           that status             none
 //	any other error                                           Unknown                 none

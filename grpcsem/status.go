@@ -12,7 +12,6 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/fairsem/semaphore"
-	"github.com/fairsem/semaphore/admission"
 )
 
 // PushbackKey is the trailer key of gRPC's server pushback (gRFC A6): a
@@ -40,7 +39,7 @@ func (c *config) refusal(ctx context.Context, err error) (st *status.Status, pus
 		// Going away: no pushback, so that the client backs off by itself and
 		// its retry may reach another backend.
 		return c.status(c.code, "not admitting: broken", err), ""
-	case errors.Is(err, admission.ErrShed): // before queue full, which it also matches
+	case errors.Is(err, semaphore.ErrShed): // before queue full, which it also matches
 		return overload("shed")
 	case errors.Is(err, semaphore.ErrQueueFull):
 		return overload("wait queue full")

@@ -14,7 +14,6 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/fairsem/semaphore"
-	"github.com/fairsem/semaphore/admission"
 )
 
 // TestRefusal_MapsEveryErrorByTheTable checks each row of the package
@@ -39,7 +38,7 @@ func TestRefusal_MapsEveryErrorByTheTable(t *testing.T) {
 		{"too large", live, wrap(semaphore.ErrTooLarge), codes.ResourceExhausted, "-1"},
 		{"broken", live, wrap(semaphore.ErrBroken), codes.Unavailable, ""},
 		{"queue full", live, wrap(semaphore.ErrQueueFull), codes.Unavailable, jitter},
-		{"shed", live, wrap(admission.ErrShed), codes.Unavailable, jitter},
+		{"shed", live, wrap(semaphore.ErrShed), codes.Unavailable, jitter},
 		{"wait timeout", live, wrap(semaphore.ErrTimedOut), codes.Unavailable, jitter},
 		{"deadline of the timeout", live, wrap(context.DeadlineExceeded), codes.Unavailable, jitter},
 		{"a status", live, fmt.Errorf("wrapped: %w", status.Error(codes.PermissionDenied, "no")), codes.PermissionDenied, ""},

@@ -356,7 +356,7 @@ func newControlled(shedding bool) *controlled {
 func (s *controlled) serve(ctx context.Context, cost int64, inFlight *memoryGauge) (outcome, time.Time, error) {
 	p, err := s.ctrl.Acquire(ctx, "query", cost)
 	switch {
-	case errors.Is(err, semaphore.ErrQueueFull), errors.Is(err, admission.ErrShed):
+	case errors.Is(err, semaphore.ErrQueueFull), errors.Is(err, semaphore.ErrShed):
 		return shed, time.Now(), nil
 	case errors.Is(err, context.DeadlineExceeded):
 		return timedOutQueued, time.Now(), nil
