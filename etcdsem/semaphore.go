@@ -28,9 +28,7 @@ type Semaphore struct {
 	// fixed after New
 	cli       *clientv3.Client
 	name      string
-	qprefix   string // name + "/q/": one key per acquire, waiting or holding
-	capKey    string // name + "/cap": the capacity, zero-padded so values compare as numbers
-	brokenKey string // name + "/broken": present while broken; the value is the reason
+	keyLayout // where the keys are; see keys.go
 	cfg       config
 	stopWatch context.CancelFunc
 	bgCtx     context.Context // done when the handle closes
@@ -67,9 +65,7 @@ func New(ctx context.Context, cli *clientv3.Client, name string, opts ...Option)
 	s := &Semaphore{
 		cli:       cli,
 		name:      name,
-		qprefix:   name + "/q/",
-		capKey:    name + "/cap",
-		brokenKey: name + "/broken",
+		keyLayout: keysOf(name),
 		cfg:       cfg,
 		mine:      make(map[string]*request),
 	}
@@ -82,7 +78,7 @@ func New(ctx context.Context, cli *clientv3.Client, name string, opts ...Option)
 			return nil, s.errorf("create", "%w", err)
 		}
 	}
-	resp, err := cli.Get(ctx, name+"/", clientv3.WithPrefix())
+	resp, err := cli.Get(ctx, s.prefix, clientv3.WithPrefix())
 	if err != nil {
 		return nil, s.errorf("read state", "%w", err)
 	}
@@ -107,10 +103,10 @@ func (s *Semaphore) loadState(ctx context.Context, now *clientv3.GetResponse) {
 		}
 	}
 	if oldest > 1 {
-		base, err := s.cli.Get(ctx, s.name+"/", clientv3.WithPrefix(), clientv3.WithRev(oldest-1))
+		base, err := s.cli.Get(ctx, s.prefix, clientv3.WithPrefix(), clientv3.WithRev(oldest-1))
 		if err == nil {
 			s.q.load(oldest-1, base.Kvs)
-			err = replay(ctx, s.cli, s.name, oldest, now.Header.Revision, s.q.applyEvents)
+			err = replay(ctx, s.cli, s.prefix, oldest, now.Header.Revision, s.q.applyEvents)
 			if err == nil {
 				s.q.advance(now.Header.Revision)
 				return

@@ -429,7 +429,7 @@ func waitWaiters(t testing.TB, s *Semaphore, n int) {
 func noQueueKeys(t testing.TB, cli *clientv3.Client, name string) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	resp, err := cli.Get(ctx, name+"/q/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	resp, err := cli.Get(ctx, keysOf(name).qprefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
 	require.NoError(t, err)
 	return resp.Count == 0
 }
@@ -453,4 +453,28 @@ func rpcCount(t testing.TB) int64 {
 	}
 	require.Positive(t, n, "the server counts its RPCs")
 	return int64(n)
+}
+
+// The mirror moves only with the semaphore's own keys; a read that must catch
+// up with the cluster's latest revision still returns when the last writes
+// were another semaphore's.
+func TestStats_CatchesUpWhenAnotherSemaphoreWroteLast(t *testing.T) {
+	cli := newClient(t, sharedEndpoint(t))
+	x := newSem(t, cli, testName(t)+"-x", WithCapacity(1))
+	y := newSem(t, cli, testName(t)+"-y", WithCapacity(1))
+	ctx := testCtx(t, 20*time.Second)
+	for range 3 {
+		u, err := y.Acquire(ctx, 1)
+		require.NoError(t, err)
+		require.NoError(t, u.Release(ctx))
+	}
+	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	st, err := x.Stats(sctx)
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), st.Capacity)
+	u, ok, err := x.TryAcquire(sctx, 1)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.NoError(t, u.Release(ctx))
 }

@@ -112,8 +112,14 @@ func (s *Semaphore) catchUp(ctx context.Context) error {
 	return s.waitRevision(ctx, resp.Header.Revision)
 }
 
-// waitRevision waits until the mirror has applied revision rev.
+// waitRevision waits until the mirror has applied revision rev. The watch
+// sees only this semaphore's keys, so if the revisions up to rev were other
+// keys' writes no event will bring the mirror there: it asks the server for a
+// progress notification on the watch's stream, and again every
+// progressPause, as the server answers only once the stream's watches have
+// caught up. The request is a message on the open stream, not an RPC.
 func (s *Semaphore) waitRevision(ctx context.Context, rev int64) error {
+	var tick <-chan time.Time
 	for {
 		s.mu.Lock()
 		if s.closed {
@@ -126,10 +132,30 @@ func (s *Semaphore) waitRevision(ctx context.Context, rev int64) error {
 		}
 		ch := s.q.advanced
 		s.mu.Unlock()
+		if tick == nil {
+			t := time.NewTicker(progressPause)
+			defer t.Stop()
+			tick = t.C
+			s.requestProgress()
+		}
 		select {
 		case <-ch:
+		case <-tick:
+			s.requestProgress()
 		case <-ctx.Done():
 			return ctx.Err()
 		}
 	}
+}
+
+// progressPause separates progress requests while a caller waits for the
+// mirror to reach a revision.
+const progressPause = 50 * time.Millisecond
+
+// requestProgress asks for a progress notification on the watch's stream. It
+// is best effort: waitRevision asks again until the mirror gets there.
+func (s *Semaphore) requestProgress() {
+	ctx, cancel := context.WithTimeout(watchContext(s.bgCtx), time.Second)
+	defer cancel()
+	_ = s.cli.RequestProgress(ctx)
 }

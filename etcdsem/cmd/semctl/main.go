@@ -142,7 +142,7 @@ func watch(ctx context.Context, out io.Writer, cli *clientv3.Client, s *etcdsem.
 		return err
 	}
 	fmt.Fprintf(out, "watching %s: capacity %d, %d held, %d waiting\n", s.Name(), prev.Capacity, prev.Held, len(prev.Waiters))
-	for resp := range cli.Watch(clientv3.WithRequireLeader(ctx), s.Name()+"/", clientv3.WithPrefix(), clientv3.WithRev(prev.Revision+1)) {
+	for resp := range cli.Watch(clientv3.WithRequireLeader(ctx), etcdsem.KeyPrefix(s.Name()), clientv3.WithPrefix(), clientv3.WithRev(prev.Revision+1)) {
 		if err := resp.Err(); err != nil {
 			return err
 		}
