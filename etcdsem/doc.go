@@ -21,11 +21,24 @@
 //
 // # Keys
 //
-// Under the name: "cap" holds the capacity (zero-padded decimal, so that etcd
-// compares values as numbers), "broken" is present while broken (its value is
-// the reason), and "q/<lease>-<seq>" is one key per acquire, waiting or
-// holding, attached to the handle's lease, whose value is its weight (then the
-// start time and the client's label, for Stats).
+// Any non-empty string names a semaphore. Every key of the semaphore NAME
+// starts with KeyPrefix(NAME): NAME with each "%" written as "%25" and each "/"
+// as "%2F", then "/" ("jobs/", "app%2Fjobs/"). No other semaphore's keys start
+// with it, whatever bytes the names hold, so names that nest ("a", "a/b",
+// "a/q", "a/q/x") are independent semaphores (the argument is in keys.go).
+// Under the prefix: "cap" holds the capacity (zero-padded decimal, so that
+// etcd compares values as numbers), "broken" is present while broken (its
+// value is the reason), and "q/<lease>-<seq>" is one key per acquire, waiting
+// or holding, attached to the handle's lease, whose value is its weight (then
+// the start time and the client's label, for Stats). To keep the semaphores of
+// one application apart from other keys, give the client a namespace
+// (go.etcd.io/etcd/client/v3/namespace).
+//
+// Names without "/" or "%" have the keys earlier versions gave them. Earlier
+// versions used a name holding "/" or "%" as the prefix as it was; their keys
+// are not migrated (the module is before 1.0): delete them (etcdctl del
+// --prefix NAME/) before running this version, since a stale key such as
+// "a/q/cap" would sit in the queue of the semaphore "a".
 //
 // # The rule, and why it gives strict FIFO
 //

@@ -43,16 +43,17 @@ type Semaphore struct {
 }
 
 // New returns a handle on the semaphore name, reading its state from etcd (with
-// ctx) and, with WithCapacity, creating it if absent. The name is a key prefix:
-// the semaphore's keys are name+"/cap", name+"/broken" and name+"/q/...".
-// Without WithCapacity and without an existing capacity, the capacity is 0 and
-// every acquire of units fails with ErrTooLarge until Resize sets one.
+// ctx) and, with WithCapacity, creating it if absent. Any non-empty string is a
+// name; the semaphore's keys start with KeyPrefix(name), which no other name's
+// keys start with. Without WithCapacity and without an existing capacity, the
+// capacity is 0 and every acquire of units fails with ErrTooLarge until Resize
+// sets one. It panics if cli is nil or name is empty.
 func New(ctx context.Context, cli *clientv3.Client, name string, opts ...Option) (*Semaphore, error) {
 	if cli == nil {
 		panic(fmt.Sprintf("etcdsem: New(%q): nil client", name))
 	}
-	if name == "" || strings.HasSuffix(name, "/") {
-		panic(fmt.Sprintf("etcdsem: New(%q): the name must be non-empty and not end in /", name))
+	if name == "" {
+		panic(`etcdsem: New(""): the name must not be empty`)
 	}
 	host, _ := os.Hostname()
 	cfg := config{ttl: 10 * time.Second, margin: -1, clientTag: host + ":" + strconv.Itoa(os.Getpid())}
