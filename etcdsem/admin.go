@@ -3,6 +3,7 @@ package etcdsem
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -15,8 +16,12 @@ import (
 // broken. It panics if c is negative or above semaphore.MaxUnits.
 func (s *Semaphore) Resize(ctx context.Context, c int64) error {
 	s.checkUnits("Resize", c)
+	op := "resize to " + strconv.FormatInt(c, 10)
+	if err := s.errIfClosed(op); err != nil {
+		return err
+	}
 	if _, err := s.cli.Put(ctx, s.capKey, formatUnits(c)); err != nil {
-		return s.errorf("resize", "to %d: %w", c, err)
+		return s.errorf(op, "%w", err)
 	}
 	return nil
 }
@@ -31,6 +36,9 @@ func (s *Semaphore) Break(ctx context.Context, err error) error {
 	if err == nil {
 		panic(fmt.Sprintf("etcdsem %q: Break(nil): a reason is required", s.name))
 	}
+	if cerr := s.errIfClosed("break"); cerr != nil {
+		return cerr
+	}
 	if _, perr := s.cli.Put(ctx, s.brokenKey, err.Error()); perr != nil {
 		return s.errorf("break", "%w", perr)
 	}
@@ -40,6 +48,9 @@ func (s *Semaphore) Break(ctx context.Context, err error) error {
 // Repair undoes Break: later acquires proceed. Waiters failed by the break stay
 // failed. Repairing a semaphore that is not broken does nothing.
 func (s *Semaphore) Repair(ctx context.Context) error {
+	if err := s.errIfClosed("repair"); err != nil {
+		return err
+	}
 	if _, err := s.cli.Delete(ctx, s.brokenKey); err != nil {
 		return s.errorf("repair", "%w", err)
 	}
@@ -73,6 +84,9 @@ type Entry struct {
 // history was compacted, keys that did not fit then are reported as waiters,
 // though some may be holders kept by a shrinking Resize.
 func (s *Semaphore) Stats(ctx context.Context) (Stats, error) {
+	if err := s.errIfClosed("stats"); err != nil {
+		return Stats{}, err
+	}
 	if err := s.catchUp(ctx); err != nil {
 		return Stats{}, s.errorf("stats", "%w", err)
 	}

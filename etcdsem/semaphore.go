@@ -123,9 +123,11 @@ func (s *Semaphore) loadState(ctx context.Context, now *clientv3.GetResponse) {
 func (s *Semaphore) Name() string { return s.name }
 
 // Close gives back every unit this handle holds (by revoking its lease), fails
-// its waiters with ErrClosed and stops its watch. Later calls fail with
-// ErrClosed. Close waits at most the lease TTL for etcd; if etcd cannot be
-// reached the units come back when the lease expires.
+// its waiters with ErrClosed and stops its watch. Closing is final: Release and
+// Return of the handle's units return nil afterwards (Close gave them back; they
+// are not lost, and Lost does not close), Close returns nil, and every other
+// call fails with ErrClosed. Close waits at most the lease TTL for etcd; if etcd
+// cannot be reached the units come back when the lease expires.
 func (s *Semaphore) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -135,8 +137,17 @@ func (s *Semaphore) Close() error {
 	s.closed = true
 	l := s.lease
 	s.lease = nil
-	for _, r := range s.mine {
-		r.finish(stateFailed, s.errorf("acquire", "%d units: %w", r.n, ErrClosed))
+	for key, r := range s.mine {
+		switch r.state {
+		case stateWaiting:
+			r.finish(stateFailed, s.errorf(acquireOp(r.n), "%w", ErrClosed))
+		case stateHeld, stateReleasing:
+			// Settled here, before the revocation deletes the keys: the watch
+			// would otherwise report the deletions as losses. The error is for
+			// an Acquire granted just now that has not returned yet.
+			r.state, r.err = stateClosed, s.errorf(acquireOp(r.n), "%w", ErrClosed)
+		}
+		delete(s.mine, key)
 	}
 	s.mu.Unlock()
 	var err error
@@ -149,6 +160,18 @@ func (s *Semaphore) Close() error {
 	s.wg.Wait()
 	if err != nil {
 		return s.errorf("close", "revoke lease: %w", err)
+	}
+	return nil
+}
+
+// errIfClosed returns an error of op wrapping ErrClosed if the handle is
+// closed. A call that passed it before Close may still complete its RPC: the
+// handle's state does not guard etcd's.
+func (s *Semaphore) errIfClosed(op string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return s.errorf(op, "%w", ErrClosed)
 	}
 	return nil
 }
@@ -188,7 +211,7 @@ func (s *Semaphore) leaseLost(l *lease) {
 		}
 		switch r.state {
 		case stateWaiting:
-			r.finish(stateFailed, s.errorf("acquire", "%d units: %w", r.n, cause))
+			r.finish(stateFailed, s.errorf(acquireOp(r.n), "%w", cause))
 		case stateHeld, stateReleasing:
 			r.markLost(cause)
 		}

@@ -32,25 +32,28 @@ func (s *Semaphore) TryAcquire(ctx context.Context, n int64) (*Units, bool, erro
 	if ctx.Err() != nil {
 		return nil, false, s.waitError(ctx, n, start)
 	}
+	if err := s.errIfClosed(tryOp(n)); err != nil {
+		return nil, false, err
+	}
 	if err := s.catchUp(ctx); err != nil {
-		return nil, false, s.rpcError(ctx, "try acquire", n, start, err)
+		return nil, false, s.rpcError(ctx, tryOp(n), n, start, err)
 	}
 	for attempt := 0; attempt < 4; attempt++ {
 		l, err := s.currentLease(ctx)
 		if err != nil {
-			return nil, false, s.rpcError(ctx, "try acquire", n, start, err)
+			return nil, false, s.rpcError(ctx, tryOp(n), n, start, err)
 		}
 		s.mu.Lock()
 		switch {
 		case s.closed:
 			s.mu.Unlock()
-			return nil, false, s.errorf("try acquire", "%d units: %w", n, ErrClosed)
+			return nil, false, s.errorf(tryOp(n), "%w", ErrClosed)
 		case s.q.broken:
-			err := s.errorf("try acquire", "%d units: broken: %s: %w", n, s.q.reason, semaphore.ErrBroken)
+			err := s.errorf(tryOp(n), "broken: %s: %w", s.q.reason, semaphore.ErrBroken)
 			s.mu.Unlock()
 			return nil, false, err
 		case n > s.q.capacity:
-			err := s.errorf("try acquire", "%d units: more than the capacity %d: %w", n, s.q.capacity, semaphore.ErrTooLarge)
+			err := s.errorf(tryOp(n), "more than the capacity %d: %w", s.q.capacity, semaphore.ErrTooLarge)
 			s.mu.Unlock()
 			return nil, false, err
 		}
@@ -78,7 +81,7 @@ func (s *Semaphore) TryAcquire(ctx context.Context, n int64) (*Units, bool, erro
 		if err != nil {
 			s.abandonLocked(r)
 			s.mu.Unlock()
-			return nil, false, s.rpcError(ctx, "try acquire", n, start, err)
+			return nil, false, s.rpcError(ctx, tryOp(n), n, start, err)
 		}
 		if resp.Succeeded {
 			r.createRev = resp.Header.Revision
@@ -96,11 +99,14 @@ func (s *Semaphore) TryAcquire(ctx context.Context, n int64) (*Units, bool, erro
 		delete(s.mine, r.key) // the transaction failed as a whole: nothing written
 		s.mu.Unlock()
 		if err := s.waitRevision(ctx, resp.Header.Revision); err != nil {
-			return nil, false, s.rpcError(ctx, "try acquire", n, start, err)
+			return nil, false, s.rpcError(ctx, tryOp(n), n, start, err)
 		}
 	}
 	return nil, false, nil
 }
+
+// tryOp is the what of an error of a TryAcquire of n units.
+func tryOp(n int64) string { return "try acquire " + unitsText(n) }
 
 // catchUp waits until the mirror has applied every revision committed before
 // the call: a linearizable read gives the current revision.
