@@ -93,7 +93,7 @@ func (s *Semaphore) AcquireTimeout(ctx context.Context, d time.Duration, n int64
 		if err != nil || ok {
 			return u, err
 		}
-		return nil, s.errorf(acquireOp(n), "timed out after %v: %w", d, errors.Join(semaphore.ErrTimedOut, context.DeadlineExceeded))
+		return nil, s.errorf(acquireOp(n), "timed out after %v: %w", d, allOf(semaphore.ErrTimedOut, context.DeadlineExceeded))
 	}
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
@@ -217,9 +217,9 @@ func capacityOf(rr *etcdserverpb.RangeResponse) int64 {
 func (s *Semaphore) waitError(ctx context.Context, n int64, start time.Time) error {
 	waited := time.Since(start).Round(time.Millisecond)
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return s.errorf(acquireOp(n), "timed out after %v: %w", waited, errors.Join(semaphore.ErrTimedOut, ctx.Err(), context.Cause(ctx)))
+		return s.errorf(acquireOp(n), "timed out after %v: %w", waited, allOf(semaphore.ErrTimedOut, ctx.Err(), context.Cause(ctx)))
 	}
-	return s.errorf(acquireOp(n), "canceled after %v: %w", waited, errors.Join(ctx.Err(), context.Cause(ctx)))
+	return s.errorf(acquireOp(n), "canceled after %v: %w", waited, allOf(ctx.Err(), context.Cause(ctx)))
 }
 
 // rpcError is the error of a call (op, for n units) that could not reach etcd

@@ -42,3 +42,29 @@ func unitsText(n int64) string {
 	}
 	return strconv.FormatInt(n, 10) + " units"
 }
+
+// allOf is an error that matches each of errs and reads as their texts, each
+// once, joined by ": " on one line: a timeout is both semaphore.ErrTimedOut and
+// context.DeadlineExceeded (and the context's cause), and says so in one line.
+func allOf(errs ...error) error {
+	var text string
+	seen := make(map[string]bool, len(errs))
+	for _, err := range errs {
+		if t := err.Error(); !seen[t] {
+			seen[t] = true
+			if text != "" {
+				text += ": "
+			}
+			text += t
+		}
+	}
+	return &multiError{text: text, errs: errs}
+}
+
+type multiError struct {
+	text string
+	errs []error
+}
+
+func (e *multiError) Error() string   { return e.text }
+func (e *multiError) Unwrap() []error { return e.errs }

@@ -127,3 +127,28 @@ func TestErrors_OwnSentinelsAreBareAndMatchNoSharedOne(t *testing.T) {
 	assert.ErrorIs(t, err, ErrClosed)
 	assert.EqualError(t, err, fmt.Sprintf("etcdsem %q: acquire 2 units: closed", s.Name()))
 }
+
+// A timeout or a cancellation is one line that says each reason once, and
+// matches the context's error and cause.
+func TestErrors_WaitErrorsAreOneLineAndMatchTheContext(t *testing.T) {
+	cli := newClient(t, sharedEndpoint(t))
+	s := newSem(t, cli, testName(t), WithCapacity(1))
+	ctx := testCtx(t, 10*time.Second)
+	u, err := s.Acquire(ctx, 1)
+	require.NoError(t, err)
+	defer func() { assert.NoError(t, u.Release(ctx)) }()
+
+	_, err = s.AcquireTimeout(ctx, 20*time.Millisecond, 1)
+	assert.ErrorIs(t, err, semaphore.ErrTimedOut)
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.NotContains(t, err.Error(), "\n")
+
+	stop := errors.New("shutting down")
+	cctx, cancel := context.WithCancelCause(ctx)
+	cancel(stop)
+	_, err = s.Acquire(cctx, 1)
+	assert.ErrorIs(t, err, context.Canceled)
+	assert.ErrorIs(t, err, stop)
+	assert.NotErrorIs(t, err, semaphore.ErrTimedOut)
+	assert.Regexp(t, `^etcdsem ".*": acquire 1 unit: canceled after \d+m?s: context canceled: shutting down$`, err.Error())
+}
