@@ -128,8 +128,14 @@
 //     would need a count read and checked in the acquire transaction, which
 //     every acquire would contend on. Return (giving back part of a holding
 //     in place) is supported.
-//   - Errors name the semaphore by its etcd name; "queued behind N" is not
-//     reported (it would cost a read per failure).
+//   - Errors read `etcdsem "NAME": WHAT: WHY` (for example `etcdsem "jobs":
+//     acquire 2 units: timed out after 1.5s: timed out: context deadline
+//     exceeded`), naming the semaphore by its name, not its keys. A meaning
+//     shared with the in-process semaphore wraps the core's sentinel
+//     (semaphore.ErrBroken, ErrTimedOut, ErrTooLarge, ErrInsufficientUnits),
+//     so one errors.Is check serves both; ErrQueueFull never occurs (there is
+//     no bound on waiters). "queued behind N" is not reported (it would cost a
+//     read per failure).
 //   - A new handle replays the history of the keys it finds, from just before
 //     the oldest was created, to learn which are granted. Where that history
 //     was compacted, or its watch later fell behind a compaction, it cannot
@@ -150,5 +156,21 @@
 //   - A missing capacity is 0: every acquire of units fails with ErrTooLarge
 //     until Resize or WithCapacity sets one.
 //   - Close revokes the lease: every unit of the handle is given back at once,
-//     its waiters fail with ErrClosed; Release afterwards returns nil.
+//     its waiters fail with ErrClosed. Closing is final and checked at every
+//     entry point: Release and Return of the handle's units return nil
+//     afterwards (the units were given back, not lost: Err stays nil and Lost
+//     stays open), Close returns nil again, and every other call but Name
+//     fails with ErrClosed. (Close is io.Closer's: it ends this handle, not the
+//     semaphore; Break is the semaphore's shutdown.)
+//   - ErrLost and ErrClosed are this package's own and match none of the
+//     core's sentinels: neither says anything of the semaphore's state (it is
+//     not broken, and another handle may acquire at once).
+//   - The name is New's argument, not a WithName option: it is the
+//     semaphore's identity in etcd, shared by every handle, with no sensible
+//     default. WithClientName labels a handle's keys, a different thing.
+//   - Stats and TryAcquire first wait until the handle's mirror has applied
+//     the cluster's current revision. The watch sees only the semaphore's
+//     keys, so when the latest revisions were other keys' writes the handle
+//     asks etcd for a progress notification on its watch stream (a message on
+//     the open stream, not an RPC), which moves the mirror there.
 package etcdsem

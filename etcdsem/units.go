@@ -25,7 +25,7 @@ type Units struct {
 func (u *Units) Token() int64 { return u.token }
 
 // Count returns the units held: those acquired, less those returned; 0 after
-// Release.
+// Release, loss or the handle's Close.
 func (u *Units) Count() int64 {
 	u.s.mu.Lock()
 	defer u.s.mu.Unlock()
@@ -38,7 +38,8 @@ func (u *Units) Count() int64 {
 // Lost returns a channel that is closed when the units are lost: the lease was
 // not renewed in time (it is closed before the lease can expire on the server,
 // so before anyone else can be granted these units), it expired or was revoked,
-// or the key was deleted by someone else. It is never closed by Release.
+// or the key was deleted by someone else. It is never closed by Release or by
+// the handle's Close.
 func (u *Units) Lost() <-chan struct{} { return u.r.lost }
 
 // Err returns why the units were lost (an error wrapping ErrLost), or nil.
