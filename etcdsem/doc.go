@@ -16,8 +16,9 @@
 //	}
 //
 // WithSemaphore does the same around a function, cancelling its context when
-// the units are lost. Resize, Break and Repair administer the semaphore for
-// every handle; the command etcdsem/cmd/semctl does it from a shell.
+// the units are lost. Resize, Break, Repair and Drain administer the semaphore
+// for every handle (the shutdown is Break, then Drain, as in-process); the
+// command etcdsem/cmd/semctl does it from a shell.
 //
 // # Keys
 //

@@ -19,7 +19,8 @@ import (
 // they come back when released, when the handle is closed, or when the holder
 // stops renewing the lease (it crashed or was cut off); in the last case the
 // holder's Units.Lost closes first. TryAcquire takes units only if that jumps
-// nobody. Resize, Break and Repair administer the semaphore for every handle.
+// nobody. Resize, Break, Repair and Drain administer the semaphore for every
+// handle.
 //
 // A Semaphore keeps one watch on the name's keys and one lease, created on the
 // first acquire and replaced if lost. It is safe for concurrent use. Close it

@@ -542,6 +542,7 @@ func TestClose_IsTerminalAtEveryEntryPoint(t *testing.T) {
 		"Resize":        func() error { return s.Resize(ctx, 3) },
 		"Break":         func() error { return s.Break(ctx, errors.New("x")) },
 		"Repair":        func() error { return s.Repair(ctx) },
+		"Drain":         func() error { return s.Drain(ctx) },
 		"WithSemaphore": func() error { return WithSemaphore(ctx, s, 1, func(context.Context) error { return nil }) },
 	}
 	for op, call := range closed {
