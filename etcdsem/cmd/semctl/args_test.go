@@ -33,6 +33,7 @@ func TestSemctl_BadArgumentsExitOneWithOneLine(t *testing.T) {
 		{[]string{"-endpoints", ep, "status", "x", "y"}, "status: want NAME"},
 		{[]string{"-endpoints", ep, "repair"}, "repair: want NAME"},
 		{[]string{"-endpoints", ep, "watch"}, "watch: want NAME"},
+		{[]string{"-endpoints", ep, "drain", "x", "y"}, "drain: want NAME"},
 		{[]string{"-endpoints", ep}, "missing command"},
 		{[]string{"-endpoints", ep, "frobnicate", "x"}, `unknown command "frobnicate"`},
 		{[]string{"-endpoints", ep, "-timeout", "0s", "status", "x"}, "-timeout"},

@@ -4,6 +4,7 @@
 //	semctl -endpoints 127.0.0.1:2379 resize NAME N     set the capacity; holders are never revoked
 //	semctl -endpoints 127.0.0.1:2379 break NAME REASON fail every waiter and later acquire
 //	semctl -endpoints 127.0.0.1:2379 repair NAME       undo break
+//	semctl -endpoints 127.0.0.1:2379 drain NAME        wait (up to -timeout) until no units are held
 //	semctl -endpoints 127.0.0.1:2379 [-for 1m] watch NAME  print grants and releases as they happen
 //
 // NAME is any non-empty string (etcdsem escapes it in its keys). It starts
@@ -42,6 +43,7 @@ const usage = `usage: semctl -endpoints URLS [-timeout D] COMMAND NAME [ARG]
   resize NAME N       set the capacity (0 to %d); holders are never revoked
   break NAME REASON   fail every waiter and later acquire until repair
   repair NAME         undo break
+  drain NAME          wait (up to -timeout) until no units are held: break, then drain
   watch NAME          print grants and releases as they happen (-for D: stop after D)
 flags:
   -endpoints URLS     etcd client URLs, comma-separated (required)
@@ -74,17 +76,17 @@ type command struct {
 }
 
 // verbs are the commands and the arguments each takes after NAME.
-var verbs = map[string]string{"status": "", "resize": "N", "break": "REASON", "repair": "", "watch": ""}
+var verbs = map[string]string{"status": "", "resize": "N", "break": "REASON", "repair": "", "drain": "", "watch": ""}
 
 // parseCommand checks the arguments after the flags.
 func parseCommand(args []string) (command, error) {
 	if len(args) == 0 {
-		return command{}, errors.New("missing command: want status, resize, break, repair or watch (semctl -h)")
+		return command{}, errors.New("missing command: want status, resize, break, repair, drain or watch (semctl -h)")
 	}
 	verb := args[0]
 	extra, ok := verbs[verb]
 	if !ok {
-		return command{}, fmt.Errorf("unknown command %q: want status, resize, break, repair or watch (semctl -h)", verb)
+		return command{}, fmt.Errorf("unknown command %q: want status, resize, break, repair, drain or watch (semctl -h)", verb)
 	}
 	want := strings.TrimSpace("NAME " + extra)
 	if len(args)-1 != len(strings.Fields(want)) {
@@ -165,6 +167,11 @@ func run(ctx context.Context, out io.Writer, args []string) error {
 			return err
 		}
 		fmt.Fprintf(out, "%s: repaired\n", c.name)
+	case "drain":
+		if err := s.Drain(rctx); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "%s: drained: no units held\n", c.name)
 	case "watch":
 		wctx := ctx
 		if *watchFor > 0 {

@@ -76,6 +76,7 @@ func TestSemctl_StatusResizeBreakRepairWatch(t *testing.T) {
 		"the watch reports the release")
 	wcancel()
 	require.NoError(t, <-done, "an interrupted watch ends without error")
+	assert.Contains(t, semctl("drain", "jobs"), "drained")
 	rep, err := etcdsem.Audit(ctx, cli, "jobs")
 	require.NoError(t, err)
 	assert.Empty(t, rep.Violations, "the history keeps capacity and FIFO at every revision")
