@@ -479,20 +479,28 @@ func TestStats_CatchesUpWhenAnotherSemaphoreWroteLast(t *testing.T) {
 	require.NoError(t, u.Release(ctx))
 }
 
-// Close gives back every unit of the handle: releasing them afterwards is not
-// a loss, whichever of the watch's deletion event and the Release comes first.
+// Close gives back every unit of the handle: releasing them afterwards, or
+// while Close runs, is not a loss, whichever of the watch's deletion event and
+// the Release comes first.
 func TestClose_ReleaseAfterCloseReturnsNil(t *testing.T) {
 	cli := newClient(t, sharedEndpoint(t))
 	name := testName(t)
 	ctx := testCtx(t, time.Minute)
-	for i := range 20 {
+	for i := range 30 {
 		s, err := New(ctx, cli, name, WithCapacity(2))
 		require.NoError(t, err)
 		u, err := s.Acquire(ctx, 1)
 		require.NoError(t, err)
 		v, err := s.Acquire(ctx, 1)
 		require.NoError(t, err)
-		require.NoError(t, s.Close())
+		if i%3 == 2 {
+			released := make(chan error, 1)
+			go func() { released <- u.Release(ctx) }()
+			require.NoError(t, s.Close())
+			assert.NoError(t, <-released, "round %d: Release during Close", i)
+		} else {
+			require.NoError(t, s.Close())
+		}
 		assert.NoError(t, u.Release(ctx), "round %d: Release after Close", i)
 		assert.NoError(t, v.Return(ctx, 1), "round %d: Return after Close", i)
 		assert.NoError(t, u.Err(), "round %d: not lost", i)
