@@ -27,6 +27,8 @@
 // as "%2F", then "/" ("jobs/", "app%2Fjobs/"). No other semaphore's keys start
 // with it, whatever bytes the names hold, so names that nest ("a", "a/b",
 // "a/q", "a/q/x") are independent semaphores (the argument is in keys.go).
+// Every key holds the escaped name, so a name's length is bounded only by
+// etcd's request size limit (--max-request-bytes, 1.5 MiB by default).
 // Under the prefix: "cap" holds the capacity (zero-padded decimal, so that
 // etcd compares values as numbers), "broken" is present while broken (its
 // value is the reason), and "q/<lease>-<seq>" is one key per acquire, waiting
