@@ -39,12 +39,12 @@ func (s *Semaphore) Acquire(ctx context.Context, n int64) (*Units, error) {
 	for {
 		l, err := s.currentLease(ctx)
 		if err != nil {
-			return nil, s.rpcError(ctx, "acquire", n, start, err)
+			return nil, s.rpcError(ctx, acquireOp(n), n, start, err)
 		}
 		s.mu.Lock()
 		if s.closed {
 			s.mu.Unlock()
-			return nil, s.errorf("acquire", "%d units: %w", n, ErrClosed)
+			return nil, s.errorf(acquireOp(n), "%w", ErrClosed)
 		}
 		r := s.newRequestLocked(l, n)
 		s.mu.Unlock()
@@ -58,7 +58,7 @@ func (s *Semaphore) Acquire(ctx context.Context, n int64) (*Units, error) {
 			s.mu.Lock()
 			s.abandonLocked(r)
 			s.mu.Unlock()
-			return nil, s.rpcError(ctx, "acquire", n, start, err)
+			return nil, s.rpcError(ctx, acquireOp(n), n, start, err)
 		}
 		if err := s.afterWrite(r, resp, attempts); err != nil {
 			return nil, err
@@ -93,7 +93,7 @@ func (s *Semaphore) AcquireTimeout(ctx context.Context, d time.Duration, n int64
 		if err != nil || ok {
 			return u, err
 		}
-		return nil, s.errorf("acquire", "%d units: timed out after %v: %w", n, d, errors.Join(semaphore.ErrTimedOut, context.DeadlineExceeded))
+		return nil, s.errorf(acquireOp(n), "timed out after %v: %w", d, allOf(semaphore.ErrTimedOut, context.DeadlineExceeded))
 	}
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
@@ -173,10 +173,10 @@ func (s *Semaphore) afterWrite(r *request, resp *clientv3.TxnResponse, attempts 
 	}
 	var err error
 	if kvs := resp.Responses[1].GetResponseRange().Kvs; len(kvs) > 0 {
-		err = s.errorf("acquire", "%d units: broken: %s: %w", r.n, kvs[0].Value, semaphore.ErrBroken)
+		err = s.errorf(acquireOp(r.n), "broken: %s: %w", kvs[0].Value, semaphore.ErrBroken)
 	} else {
 		c := capacityOf(resp.Responses[2].GetResponseRange())
-		err = s.errorf("acquire", "%d units: more than the capacity %d: %w", r.n, c, semaphore.ErrTooLarge)
+		err = s.errorf(acquireOp(r.n), "more than the capacity %d: %w", c, semaphore.ErrTooLarge)
 	}
 	r.finish(stateFailed, err)
 	if attempts == 1 {
@@ -217,20 +217,18 @@ func capacityOf(rr *etcdserverpb.RangeResponse) int64 {
 func (s *Semaphore) waitError(ctx context.Context, n int64, start time.Time) error {
 	waited := time.Since(start).Round(time.Millisecond)
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return s.errorf("acquire", "%d units: timed out after %v: %w", n, waited, errors.Join(semaphore.ErrTimedOut, ctx.Err(), context.Cause(ctx)))
+		return s.errorf(acquireOp(n), "timed out after %v: %w", waited, allOf(semaphore.ErrTimedOut, ctx.Err(), context.Cause(ctx)))
 	}
-	return s.errorf("acquire", "%d units: canceled after %v: %w", n, waited, errors.Join(ctx.Err(), context.Cause(ctx)))
+	return s.errorf(acquireOp(n), "canceled after %v: %w", waited, allOf(ctx.Err(), context.Cause(ctx)))
 }
 
-// rpcError is the error of a call that could not reach etcd or was closed.
+// rpcError is the error of a call (op, for n units) that could not reach etcd
+// or was closed.
 func (s *Semaphore) rpcError(ctx context.Context, op string, n int64, start time.Time, err error) error {
-	switch {
-	case ctx.Err() != nil:
+	if ctx.Err() != nil {
 		return s.waitError(ctx, n, start)
-	case errors.Is(err, ErrClosed):
-		return s.errorf(op, "%d units: %w", n, ErrClosed)
 	}
-	return s.errorf(op, "%d units: %w", n, err)
+	return s.errorf(op, "%w", err)
 }
 
 // checkUnits panics on a negative or oversized count: a programmer error.

@@ -2,9 +2,12 @@ package etcdsem
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
+	"github.com/fairsem/semaphore"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -15,8 +18,12 @@ import (
 // broken. It panics if c is negative or above semaphore.MaxUnits.
 func (s *Semaphore) Resize(ctx context.Context, c int64) error {
 	s.checkUnits("Resize", c)
+	op := "resize to " + strconv.FormatInt(c, 10)
+	if err := s.errIfClosed(op); err != nil {
+		return err
+	}
 	if _, err := s.cli.Put(ctx, s.capKey, formatUnits(c)); err != nil {
-		return s.errorf("resize", "to %d: %w", c, err)
+		return s.errorf(op, "%w", err)
 	}
 	return nil
 }
@@ -31,6 +38,9 @@ func (s *Semaphore) Break(ctx context.Context, err error) error {
 	if err == nil {
 		panic(fmt.Sprintf("etcdsem %q: Break(nil): a reason is required", s.name))
 	}
+	if cerr := s.errIfClosed("break"); cerr != nil {
+		return cerr
+	}
 	if _, perr := s.cli.Put(ctx, s.brokenKey, err.Error()); perr != nil {
 		return s.errorf("break", "%w", perr)
 	}
@@ -40,10 +50,63 @@ func (s *Semaphore) Break(ctx context.Context, err error) error {
 // Repair undoes Break: later acquires proceed. Waiters failed by the break stay
 // failed. Repairing a semaphore that is not broken does nothing.
 func (s *Semaphore) Repair(ctx context.Context) error {
+	if err := s.errIfClosed("repair"); err != nil {
+		return err
+	}
 	if _, err := s.cli.Delete(ctx, s.brokenKey); err != nil {
 		return s.errorf("repair", "%w", err)
 	}
 	return nil
+}
+
+// Drain waits until no units of the semaphore are held by any handle, and
+// returns nil then, at once if none are. It does not stop admission: on a
+// healthy semaphore new grants may keep it waiting. The shutdown sequence is
+// Break, then Drain: from then on units only come back. Keys whose state this
+// handle could not learn (see Stats) count as held. If ctx ends first it
+// returns an error that matches ctx.Err() and context.Cause(ctx) (and
+// semaphore.ErrTimedOut for a deadline) and says how many units are still
+// held; nobody's units are touched.
+func (s *Semaphore) Drain(ctx context.Context) error {
+	start := time.Now()
+	if err := s.errIfClosed("drain"); err != nil {
+		return err
+	}
+	if err := s.catchUp(ctx); err != nil {
+		if ctx.Err() != nil {
+			return s.drainError(ctx, start)
+		}
+		return s.errorf("drain", "%w", err)
+	}
+	for {
+		s.mu.Lock()
+		held, ch, closed := s.q.held(), s.q.advanced, s.closed
+		s.mu.Unlock()
+		switch {
+		case closed:
+			return s.errorf("drain", "%w", ErrClosed)
+		case held == 0:
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return s.drainError(ctx, start)
+		}
+	}
+}
+
+// drainError is the error of a Drain whose ctx ended.
+func (s *Semaphore) drainError(ctx context.Context, start time.Time) error {
+	s.mu.Lock()
+	held := s.q.held()
+	s.mu.Unlock()
+	waited := time.Since(start).Round(time.Millisecond)
+	still := unitsText(held) + " still held"
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return s.errorf("drain", "%s: timed out after %v: %w", still, waited, allOf(semaphore.ErrTimedOut, ctx.Err(), context.Cause(ctx)))
+	}
+	return s.errorf("drain", "%s: canceled after %v: %w", still, waited, allOf(ctx.Err(), context.Cause(ctx)))
 }
 
 // Stats is a snapshot of a semaphore, from one handle's view at one revision.
@@ -73,6 +136,9 @@ type Entry struct {
 // history was compacted, keys that did not fit then are reported as waiters,
 // though some may be holders kept by a shrinking Resize.
 func (s *Semaphore) Stats(ctx context.Context) (Stats, error) {
+	if err := s.errIfClosed("stats"); err != nil {
+		return Stats{}, err
+	}
 	if err := s.catchUp(ctx); err != nil {
 		return Stats{}, s.errorf("stats", "%w", err)
 	}

@@ -1,7 +1,9 @@
 package etcdsem
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -46,6 +48,47 @@ func TestBreak_FailsEveryWaiterAcrossClientsAndRepairRestores(t *testing.T) {
 	log.add(u)
 	require.NoError(t, u.Release(ctx))
 	assert.Panics(t, func() { _ = a.Break(ctx, nil) })
+	checkHistory(t, a.cli, name, log)
+}
+
+// Break then Drain is the shutdown: Drain returns once every holder of every
+// handle has released, and a Drain whose context ends says what is still held.
+func TestDrain_AfterBreakReturnsWhenEveryHolderHasReleased(t *testing.T) {
+	ep := sharedEndpoint(t)
+	name := testName(t)
+	a := newSem(t, newClient(t, ep), name, WithCapacity(3))
+	b := newSem(t, newClient(t, ep), name)
+	op := newSem(t, newClient(t, ep), name)
+	log := &grantLog{}
+	ctx := testCtx(t, 30*time.Second)
+	require.NoError(t, op.Drain(ctx), "nothing held: at once")
+	ha, err := a.Acquire(ctx, 2)
+	require.NoError(t, err)
+	log.add(ha)
+	hb, err := b.Acquire(ctx, 1)
+	require.NoError(t, err)
+	log.add(hb)
+	require.NoError(t, op.Break(ctx, errors.New("shutting down")))
+
+	dctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	err = op.Drain(dctx)
+	cancel()
+	assert.ErrorIs(t, err, semaphore.ErrTimedOut)
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.ErrorContains(t, err, fmt.Sprintf("etcdsem %q: drain: 3 units still held: timed out after", name))
+
+	drained := make(chan error, 1)
+	go func() { drained <- op.Drain(ctx) }()
+	require.NoError(t, ha.Release(ctx))
+	select {
+	case err := <-drained:
+		t.Fatalf("Drain returned %v with a holder left", err)
+	default:
+	}
+	require.NoError(t, hb.Release(ctx))
+	require.NoError(t, <-drained)
+	require.NoError(t, op.Close())
+	assert.ErrorIs(t, op.Drain(ctx), ErrClosed)
 	checkHistory(t, a.cli, name, log)
 }
 

@@ -25,12 +25,13 @@ type AuditReport struct {
 // the whole history, so it is slow on a long-lived cluster.
 func Audit(ctx context.Context, cli *clientv3.Client, name string) (AuditReport, error) {
 	var rep AuditReport
-	head, err := cli.Get(ctx, name+"/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	keys := keysOf(name)
+	head, err := cli.Get(ctx, keys.prefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
 	if err != nil {
 		return rep, err
 	}
 	last := head.Header.Revision
-	s := &Semaphore{name: name, qprefix: name + "/q/", capKey: name + "/cap", brokenKey: name + "/broken", mine: map[string]*request{}}
+	s := &Semaphore{name: name, keyLayout: keys, mine: map[string]*request{}}
 	s.q.init(s)
 	s.closed = true // no background deletions: this handle only replays
 	check := func(rev int64) {
@@ -60,7 +61,7 @@ func Audit(ctx context.Context, cli *clientv3.Client, name string) (AuditReport,
 	if last == 0 {
 		return rep, nil
 	}
-	err = replay(ctx, cli, name, 1, last, func(evs []*clientv3.Event) {
+	err = replay(ctx, cli, keys.prefix, 1, last, func(evs []*clientv3.Event) {
 		for _, ev := range evs {
 			if ev.Type == mvccpb.DELETE {
 				s.q.delete(string(ev.Kv.Key))
@@ -73,12 +74,12 @@ func Audit(ctx context.Context, cli *clientv3.Client, name string) (AuditReport,
 	return rep, err
 }
 
-// replay calls apply with the events of each revision of the semaphore's keys
-// from revision from to revision to, in order. It knows it has seen them all
+// replay calls apply with the events of each revision of the keys under prefix
+// (one semaphore's) from revision from to revision to, in order. It knows it has seen them all
 // when an event past to arrives, or when a progress notification (which the
 // server sends only once the watch has caught up) reports revision to or later:
 // a response's header revision alone says nothing of how far its events go.
-func replay(ctx context.Context, cli *clientv3.Client, name string, from, to int64, apply func([]*clientv3.Event)) error {
+func replay(ctx context.Context, cli *clientv3.Client, prefix string, from, to int64, apply func([]*clientv3.Event)) error {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var batch []*clientv3.Event
@@ -88,7 +89,7 @@ func replay(ctx context.Context, cli *clientv3.Client, name string, from, to int
 			batch = nil
 		}
 	}
-	wch := cli.Watch(wctx, name+"/", clientv3.WithPrefix(), clientv3.WithRev(from))
+	wch := cli.Watch(wctx, prefix, clientv3.WithPrefix(), clientv3.WithRev(from))
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for {

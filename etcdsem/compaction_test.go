@@ -41,7 +41,7 @@ func TestCompaction_UnderTheWatchFailsWaitersWithErrLostAndTheHandleKeepsWorking
 	px.hold(true, true)
 	require.NoError(t, a.Resize(ctx, 1))
 	require.NoError(t, a.Resize(ctx, 1))
-	resp, err := direct.Get(ctx, name+"/cap")
+	resp, err := direct.Get(ctx, keysOf(name).capKey)
 	require.NoError(t, err)
 	checkHistory(t, direct, name, log) // the last check that can read the whole history
 	_, err = direct.Compact(ctx, resp.Header.Revision)

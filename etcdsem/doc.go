@@ -16,16 +16,32 @@
 //	}
 //
 // WithSemaphore does the same around a function, cancelling its context when
-// the units are lost. Resize, Break and Repair administer the semaphore for
-// every handle; the command etcdsem/cmd/semctl does it from a shell.
+// the units are lost. Resize, Break, Repair and Drain administer the semaphore
+// for every handle (the shutdown is Break, then Drain, as in-process); the
+// command etcdsem/cmd/semctl does it from a shell.
 //
 // # Keys
 //
-// Under the name: "cap" holds the capacity (zero-padded decimal, so that etcd
-// compares values as numbers), "broken" is present while broken (its value is
-// the reason), and "q/<lease>-<seq>" is one key per acquire, waiting or
-// holding, attached to the handle's lease, whose value is its weight (then the
-// start time and the client's label, for Stats).
+// Any non-empty string names a semaphore. Every key of the semaphore NAME
+// starts with KeyPrefix(NAME): NAME with each "%" written as "%25" and each "/"
+// as "%2F", then "/" ("jobs/", "app%2Fjobs/"). No other semaphore's keys start
+// with it, whatever bytes the names hold, so names that nest ("a", "a/b",
+// "a/q", "a/q/x") are independent semaphores (the argument is in keys.go).
+// Every key holds the escaped name, so a name's length is bounded only by
+// etcd's request size limit (--max-request-bytes, 1.5 MiB by default).
+// Under the prefix: "cap" holds the capacity (zero-padded decimal, so that
+// etcd compares values as numbers), "broken" is present while broken (its
+// value is the reason), and "q/<lease>-<seq>" is one key per acquire, waiting
+// or holding, attached to the handle's lease, whose value is its weight (then
+// the start time and the client's label, for Stats). To keep the semaphores of
+// one application apart from other keys, give the client a namespace
+// (go.etcd.io/etcd/client/v3/namespace).
+//
+// Names without "/" or "%" have the keys earlier versions gave them. Earlier
+// versions used a name holding "/" or "%" as the prefix as it was; their keys
+// are not migrated (the module is before 1.0): delete them (etcdctl del
+// --prefix NAME/) before running this version, since a stale key such as
+// "a/q/cap" would sit in the queue of the semaphore "a".
 //
 // # The rule, and why it gives strict FIFO
 //
@@ -115,8 +131,14 @@
 //     would need a count read and checked in the acquire transaction, which
 //     every acquire would contend on. Return (giving back part of a holding
 //     in place) is supported.
-//   - Errors name the semaphore by its etcd name; "queued behind N" is not
-//     reported (it would cost a read per failure).
+//   - Errors read `etcdsem "NAME": WHAT: WHY` (for example `etcdsem "jobs":
+//     acquire 2 units: timed out after 1.5s: timed out: context deadline
+//     exceeded`), naming the semaphore by its name, not its keys. A meaning
+//     shared with the in-process semaphore wraps the core's sentinel
+//     (semaphore.ErrBroken, ErrTimedOut, ErrTooLarge, ErrInsufficientUnits),
+//     so one errors.Is check serves both; ErrQueueFull never occurs (there is
+//     no bound on waiters). "queued behind N" is not reported (it would cost a
+//     read per failure).
 //   - A new handle replays the history of the keys it finds, from just before
 //     the oldest was created, to learn which are granted. Where that history
 //     was compacted, or its watch later fell behind a compaction, it cannot
@@ -137,5 +159,21 @@
 //   - A missing capacity is 0: every acquire of units fails with ErrTooLarge
 //     until Resize or WithCapacity sets one.
 //   - Close revokes the lease: every unit of the handle is given back at once,
-//     its waiters fail with ErrClosed; Release afterwards returns nil.
+//     its waiters fail with ErrClosed. Closing is final and checked at every
+//     entry point: Release and Return of the handle's units return nil
+//     afterwards (the units were given back, not lost: Err stays nil and Lost
+//     stays open), Close returns nil again, and every other call but Name
+//     fails with ErrClosed. (Close is io.Closer's: it ends this handle, not the
+//     semaphore; Break is the semaphore's shutdown.)
+//   - ErrLost and ErrClosed are this package's own and match none of the
+//     core's sentinels: neither says anything of the semaphore's state (it is
+//     not broken, and another handle may acquire at once).
+//   - The name is New's argument, not a WithName option: it is the
+//     semaphore's identity in etcd, shared by every handle, with no sensible
+//     default. WithClientName labels a handle's keys, a different thing.
+//   - Stats and TryAcquire first wait until the handle's mirror has applied
+//     the cluster's current revision. The watch sees only the semaphore's
+//     keys, so when the latest revisions were other keys' writes the handle
+//     asks etcd for a progress notification on its watch stream (a message on
+//     the open stream, not an RPC), which moves the mirror there.
 package etcdsem

@@ -92,7 +92,8 @@ func checkHistory(t *testing.T, cli *clientv3.Client, name string, log *grantLog
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	head, err := cli.Get(ctx, name+"/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	layout := keysOf(name)
+	head, err := cli.Get(ctx, layout.prefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
 	require.NoError(t, err)
 	last := head.Header.Revision
 
@@ -169,18 +170,18 @@ func checkHistory(t *testing.T, cli *clientv3.Client, name string, log *grantLog
 	}
 
 	if last > 0 {
-		err := replay(ctx, cli, name, 1, last, func(evs []*clientv3.Event) {
+		err := replay(ctx, cli, layout.prefix, 1, last, func(evs []*clientv3.Event) {
 			for _, ev := range evs {
 				key := string(ev.Kv.Key)
 				switch {
-				case key == name+"/cap":
+				case key == layout.capKey:
 					capacity = 0
 					if ev.Type == mvccpb.PUT {
 						capacity, _ = strconv.ParseInt(string(ev.Kv.Value), 10, 64)
 					}
-				case key == name+"/broken":
+				case key == layout.brokenKey:
 					broken = ev.Type == mvccpb.PUT
-				case strings.HasPrefix(key, name+"/q/"):
+				case strings.HasPrefix(key, layout.qprefix):
 					if ev.Type == mvccpb.DELETE {
 						delete(keys, key)
 						continue

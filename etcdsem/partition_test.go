@@ -32,7 +32,7 @@ func TestPartition_LostClosesBeforeTheNextGrant(t *testing.T) {
 		log.add(h)
 		// An observer on its own connection timestamps the deletion of h's key.
 		wctx, wcancel := context.WithCancel(ctx)
-		wch := obs.Watch(wctx, name+"/q/", clientv3.WithPrefix(), clientv3.WithRev(h.Token()+1))
+		wch := obs.Watch(wctx, keysOf(name).qprefix, clientv3.WithPrefix(), clientv3.WithRev(h.Token()+1))
 		deleted := make(chan time.Time, 1)
 		go func() {
 			for resp := range wch {

@@ -199,6 +199,18 @@ func (q *queue) fits(n int64) (bool, int64) {
 	return !q.broken && addSat(sum, n) <= q.capacity, q.rev
 }
 
+// held returns the units of the keys that count as holders: granted, or of
+// unknown state.
+func (q *queue) held() int64 {
+	var sum int64
+	for _, k := range q.keys {
+		if k.state == keyGranted || k.state == keyUnknown {
+			sum = addSat(sum, k.n)
+		}
+	}
+	return sum
+}
+
 // addSat adds non-negative weights, saturating instead of overflowing.
 func addSat(a, b int64) int64 {
 	if s := a + b; s >= a {

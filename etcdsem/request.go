@@ -39,6 +39,7 @@ const (
 	stateFailed                    // the caller got an error; the key is being removed
 	stateAbandoned                 // the caller gave up; the key is removed when seen
 	stateLost                      // held units lost: the lease or the key is gone
+	stateClosed                    // held units given back by Close (it revoked the lease)
 )
 
 // finish ends the wait of a waiting request.
@@ -114,7 +115,7 @@ func (s *Semaphore) keySettled(k *qkey) {
 		r.grantRev = k.grantRev
 		r.finish(stateHeld, nil)
 	case k.state == keyDead && r.state == stateWaiting:
-		r.finish(stateFailed, s.errorf("acquire", "%d units: %w", r.n, k.dead))
+		r.finish(stateFailed, s.errorf(acquireOp(r.n), "%w", k.dead))
 		s.deleteLater(k.key, k.createRev)
 	case r.state == stateAbandoned:
 		// A grant that raced the caller's cancellation: delete the key so the
@@ -132,7 +133,7 @@ func (s *Semaphore) keyDeleted(k *qkey) {
 	}
 	switch r.state {
 	case stateWaiting:
-		r.finish(stateFailed, s.errorf("acquire", "%d units: the waiting key was deleted: %w", r.n, ErrLost))
+		r.finish(stateFailed, s.errorf(acquireOp(r.n), "the waiting key was deleted: %w", ErrLost))
 	case stateHeld:
 		r.markLost(fmt.Errorf("key %s deleted by someone else: %w", k.key, ErrLost))
 	case stateReleasing:

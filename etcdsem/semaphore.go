@@ -19,7 +19,8 @@ import (
 // they come back when released, when the handle is closed, or when the holder
 // stops renewing the lease (it crashed or was cut off); in the last case the
 // holder's Units.Lost closes first. TryAcquire takes units only if that jumps
-// nobody. Resize, Break and Repair administer the semaphore for every handle.
+// nobody. Resize, Break, Repair and Drain administer the semaphore for every
+// handle.
 //
 // A Semaphore keeps one watch on the name's keys and one lease, created on the
 // first acquire and replaced if lost. It is safe for concurrent use. Close it
@@ -28,9 +29,7 @@ type Semaphore struct {
 	// fixed after New
 	cli       *clientv3.Client
 	name      string
-	qprefix   string // name + "/q/": one key per acquire, waiting or holding
-	capKey    string // name + "/cap": the capacity, zero-padded so values compare as numbers
-	brokenKey string // name + "/broken": present while broken; the value is the reason
+	keyLayout // where the keys are; see keys.go
 	cfg       config
 	stopWatch context.CancelFunc
 	bgCtx     context.Context // done when the handle closes
@@ -45,16 +44,17 @@ type Semaphore struct {
 }
 
 // New returns a handle on the semaphore name, reading its state from etcd (with
-// ctx) and, with WithCapacity, creating it if absent. The name is a key prefix:
-// the semaphore's keys are name+"/cap", name+"/broken" and name+"/q/...".
-// Without WithCapacity and without an existing capacity, the capacity is 0 and
-// every acquire of units fails with ErrTooLarge until Resize sets one.
+// ctx) and, with WithCapacity, creating it if absent. Any non-empty string is a
+// name; the semaphore's keys start with KeyPrefix(name), which no other name's
+// keys start with. Without WithCapacity and without an existing capacity, the
+// capacity is 0 and every acquire of units fails with ErrTooLarge until Resize
+// sets one. It panics if cli is nil or name is empty.
 func New(ctx context.Context, cli *clientv3.Client, name string, opts ...Option) (*Semaphore, error) {
 	if cli == nil {
 		panic(fmt.Sprintf("etcdsem: New(%q): nil client", name))
 	}
-	if name == "" || strings.HasSuffix(name, "/") {
-		panic(fmt.Sprintf("etcdsem: New(%q): the name must be non-empty and not end in /", name))
+	if name == "" {
+		panic(`etcdsem: New(""): the name must not be empty`)
 	}
 	host, _ := os.Hostname()
 	cfg := config{ttl: 10 * time.Second, margin: -1, clientTag: host + ":" + strconv.Itoa(os.Getpid())}
@@ -67,9 +67,7 @@ func New(ctx context.Context, cli *clientv3.Client, name string, opts ...Option)
 	s := &Semaphore{
 		cli:       cli,
 		name:      name,
-		qprefix:   name + "/q/",
-		capKey:    name + "/cap",
-		brokenKey: name + "/broken",
+		keyLayout: keysOf(name),
 		cfg:       cfg,
 		mine:      make(map[string]*request),
 	}
@@ -82,7 +80,7 @@ func New(ctx context.Context, cli *clientv3.Client, name string, opts ...Option)
 			return nil, s.errorf("create", "%w", err)
 		}
 	}
-	resp, err := cli.Get(ctx, name+"/", clientv3.WithPrefix())
+	resp, err := cli.Get(ctx, s.prefix, clientv3.WithPrefix())
 	if err != nil {
 		return nil, s.errorf("read state", "%w", err)
 	}
@@ -107,10 +105,10 @@ func (s *Semaphore) loadState(ctx context.Context, now *clientv3.GetResponse) {
 		}
 	}
 	if oldest > 1 {
-		base, err := s.cli.Get(ctx, s.name+"/", clientv3.WithPrefix(), clientv3.WithRev(oldest-1))
+		base, err := s.cli.Get(ctx, s.prefix, clientv3.WithPrefix(), clientv3.WithRev(oldest-1))
 		if err == nil {
 			s.q.load(oldest-1, base.Kvs)
-			err = replay(ctx, s.cli, s.name, oldest, now.Header.Revision, s.q.applyEvents)
+			err = replay(ctx, s.cli, s.prefix, oldest, now.Header.Revision, s.q.applyEvents)
 			if err == nil {
 				s.q.advance(now.Header.Revision)
 				return
@@ -126,9 +124,11 @@ func (s *Semaphore) loadState(ctx context.Context, now *clientv3.GetResponse) {
 func (s *Semaphore) Name() string { return s.name }
 
 // Close gives back every unit this handle holds (by revoking its lease), fails
-// its waiters with ErrClosed and stops its watch. Later calls fail with
-// ErrClosed. Close waits at most the lease TTL for etcd; if etcd cannot be
-// reached the units come back when the lease expires.
+// its waiters with ErrClosed and stops its watch. Closing is final: Release and
+// Return of the handle's units return nil afterwards (Close gave them back; they
+// are not lost, and Lost does not close), Close returns nil, and every other
+// call fails with ErrClosed. Close waits at most the lease TTL for etcd; if etcd
+// cannot be reached the units come back when the lease expires.
 func (s *Semaphore) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -138,8 +138,17 @@ func (s *Semaphore) Close() error {
 	s.closed = true
 	l := s.lease
 	s.lease = nil
-	for _, r := range s.mine {
-		r.finish(stateFailed, s.errorf("acquire", "%d units: %w", r.n, ErrClosed))
+	for key, r := range s.mine {
+		switch r.state {
+		case stateWaiting:
+			r.finish(stateFailed, s.errorf(acquireOp(r.n), "%w", ErrClosed))
+		case stateHeld, stateReleasing:
+			// Settled here, before the revocation deletes the keys: the watch
+			// would otherwise report the deletions as losses. The error is for
+			// an Acquire granted just now that has not returned yet.
+			r.state, r.err = stateClosed, s.errorf(acquireOp(r.n), "%w", ErrClosed)
+		}
+		delete(s.mine, key)
 	}
 	s.mu.Unlock()
 	var err error
@@ -152,6 +161,18 @@ func (s *Semaphore) Close() error {
 	s.wg.Wait()
 	if err != nil {
 		return s.errorf("close", "revoke lease: %w", err)
+	}
+	return nil
+}
+
+// errIfClosed returns an error of op wrapping ErrClosed if the handle is
+// closed. A call that passed it before Close may still complete its RPC: the
+// handle's state does not guard etcd's.
+func (s *Semaphore) errIfClosed(op string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return s.errorf(op, "%w", ErrClosed)
 	}
 	return nil
 }
@@ -191,7 +212,7 @@ func (s *Semaphore) leaseLost(l *lease) {
 		}
 		switch r.state {
 		case stateWaiting:
-			r.finish(stateFailed, s.errorf("acquire", "%d units: %w", r.n, cause))
+			r.finish(stateFailed, s.errorf(acquireOp(r.n), "%w", cause))
 		case stateHeld, stateReleasing:
 			r.markLost(cause)
 		}

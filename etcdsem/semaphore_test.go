@@ -429,7 +429,7 @@ func waitWaiters(t testing.TB, s *Semaphore, n int) {
 func noQueueKeys(t testing.TB, cli *clientv3.Client, name string) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	resp, err := cli.Get(ctx, name+"/q/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	resp, err := cli.Get(ctx, keysOf(name).qprefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
 	require.NoError(t, err)
 	return resp.Count == 0
 }
@@ -453,4 +453,115 @@ func rpcCount(t testing.TB) int64 {
 	}
 	require.Positive(t, n, "the server counts its RPCs")
 	return int64(n)
+}
+
+// The mirror moves only with the semaphore's own keys; a read that must catch
+// up with the cluster's latest revision still returns when the last writes
+// were another semaphore's.
+func TestStats_CatchesUpWhenAnotherSemaphoreWroteLast(t *testing.T) {
+	cli := newClient(t, sharedEndpoint(t))
+	x := newSem(t, cli, testName(t)+"-x", WithCapacity(1))
+	y := newSem(t, cli, testName(t)+"-y", WithCapacity(1))
+	ctx := testCtx(t, 20*time.Second)
+	for range 3 {
+		u, err := y.Acquire(ctx, 1)
+		require.NoError(t, err)
+		require.NoError(t, u.Release(ctx))
+	}
+	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	st, err := x.Stats(sctx)
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), st.Capacity)
+	u, ok, err := x.TryAcquire(sctx, 1)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.NoError(t, u.Release(ctx))
+}
+
+// Close gives back every unit of the handle: releasing them afterwards, or
+// while Close runs, is not a loss, whichever of the watch's deletion event and
+// the Release comes first.
+func TestClose_ReleaseAfterCloseReturnsNil(t *testing.T) {
+	cli := newClient(t, sharedEndpoint(t))
+	name := testName(t)
+	ctx := testCtx(t, time.Minute)
+	for i := range 30 {
+		s, err := New(ctx, cli, name, WithCapacity(2))
+		require.NoError(t, err)
+		u, err := s.Acquire(ctx, 1)
+		require.NoError(t, err)
+		v, err := s.Acquire(ctx, 1)
+		require.NoError(t, err)
+		if i%3 == 2 {
+			released := make(chan error, 1)
+			go func() { released <- u.Release(ctx) }()
+			require.NoError(t, s.Close())
+			assert.NoError(t, <-released, "round %d: Release during Close", i)
+		} else {
+			require.NoError(t, s.Close())
+		}
+		assert.NoError(t, u.Release(ctx), "round %d: Release after Close", i)
+		assert.NoError(t, v.Return(ctx, 1), "round %d: Return after Close", i)
+		assert.NoError(t, u.Err(), "round %d: not lost", i)
+		assert.Zero(t, u.Count(), "round %d", i)
+		select {
+		case <-u.Lost():
+			t.Fatalf("round %d: Lost closed by Close", i)
+		default:
+		}
+	}
+	require.Eventually(t, func() bool { return noQueueKeys(t, cli, name) }, 10*time.Second, 20*time.Millisecond)
+}
+
+// After Close every call of the handle fails with ErrClosed, except the ones
+// that give units back (nil: Close gave them back), Name and Close itself.
+func TestClose_IsTerminalAtEveryEntryPoint(t *testing.T) {
+	cli := newClient(t, sharedEndpoint(t))
+	name := testName(t)
+	ctx := testCtx(t, 20*time.Second)
+	s, err := New(ctx, cli, name, WithCapacity(1))
+	require.NoError(t, err)
+	u, err := s.Acquire(ctx, 1)
+	require.NoError(t, err)
+	waiter := make(chan error, 1)
+	go func() {
+		_, err := s.Acquire(ctx, 1)
+		waiter <- err
+	}()
+	waitWaiters(t, s, 1)
+	require.NoError(t, s.Close())
+	assert.ErrorIs(t, <-waiter, ErrClosed, "a waiter fails with ErrClosed")
+	require.NoError(t, s.Close(), "Close is idempotent")
+	assert.Equal(t, name, s.Name())
+	assert.NoError(t, u.Release(ctx))
+	closed := map[string]func() error{
+		"Acquire": func() error { _, err := s.Acquire(ctx, 1); return err },
+		"AcquireTimeout": func() error {
+			_, err := s.AcquireTimeout(ctx, time.Second, 1)
+			return err
+		},
+		"AcquireTimeout(0)": func() error {
+			_, err := s.AcquireTimeout(ctx, 0, 1)
+			return err
+		},
+		"TryAcquire":    func() error { _, _, err := s.TryAcquire(ctx, 1); return err },
+		"Stats":         func() error { _, err := s.Stats(ctx); return err },
+		"Resize":        func() error { return s.Resize(ctx, 3) },
+		"Break":         func() error { return s.Break(ctx, errors.New("x")) },
+		"Repair":        func() error { return s.Repair(ctx) },
+		"Drain":         func() error { return s.Drain(ctx) },
+		"WithSemaphore": func() error { return WithSemaphore(ctx, s, 1, func(context.Context) error { return nil }) },
+	}
+	for op, call := range closed {
+		err := call()
+		assert.ErrorIs(t, err, ErrClosed, op)
+		assert.ErrorContains(t, err, fmt.Sprintf("etcdsem %q", name), op)
+	}
+	// The semaphore itself is untouched: a new handle sees capacity 1, not broken.
+	s2 := newSem(t, cli, name)
+	st, err := s2.Stats(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), st.Capacity)
+	assert.False(t, st.Broken)
 }

@@ -32,25 +32,28 @@ func (s *Semaphore) TryAcquire(ctx context.Context, n int64) (*Units, bool, erro
 	if ctx.Err() != nil {
 		return nil, false, s.waitError(ctx, n, start)
 	}
+	if err := s.errIfClosed(tryOp(n)); err != nil {
+		return nil, false, err
+	}
 	if err := s.catchUp(ctx); err != nil {
-		return nil, false, s.rpcError(ctx, "try acquire", n, start, err)
+		return nil, false, s.rpcError(ctx, tryOp(n), n, start, err)
 	}
 	for attempt := 0; attempt < 4; attempt++ {
 		l, err := s.currentLease(ctx)
 		if err != nil {
-			return nil, false, s.rpcError(ctx, "try acquire", n, start, err)
+			return nil, false, s.rpcError(ctx, tryOp(n), n, start, err)
 		}
 		s.mu.Lock()
 		switch {
 		case s.closed:
 			s.mu.Unlock()
-			return nil, false, s.errorf("try acquire", "%d units: %w", n, ErrClosed)
+			return nil, false, s.errorf(tryOp(n), "%w", ErrClosed)
 		case s.q.broken:
-			err := s.errorf("try acquire", "%d units: broken: %s: %w", n, s.q.reason, semaphore.ErrBroken)
+			err := s.errorf(tryOp(n), "broken: %s: %w", s.q.reason, semaphore.ErrBroken)
 			s.mu.Unlock()
 			return nil, false, err
 		case n > s.q.capacity:
-			err := s.errorf("try acquire", "%d units: more than the capacity %d: %w", n, s.q.capacity, semaphore.ErrTooLarge)
+			err := s.errorf(tryOp(n), "more than the capacity %d: %w", s.q.capacity, semaphore.ErrTooLarge)
 			s.mu.Unlock()
 			return nil, false, err
 		}
@@ -78,7 +81,7 @@ func (s *Semaphore) TryAcquire(ctx context.Context, n int64) (*Units, bool, erro
 		if err != nil {
 			s.abandonLocked(r)
 			s.mu.Unlock()
-			return nil, false, s.rpcError(ctx, "try acquire", n, start, err)
+			return nil, false, s.rpcError(ctx, tryOp(n), n, start, err)
 		}
 		if resp.Succeeded {
 			r.createRev = resp.Header.Revision
@@ -96,11 +99,14 @@ func (s *Semaphore) TryAcquire(ctx context.Context, n int64) (*Units, bool, erro
 		delete(s.mine, r.key) // the transaction failed as a whole: nothing written
 		s.mu.Unlock()
 		if err := s.waitRevision(ctx, resp.Header.Revision); err != nil {
-			return nil, false, s.rpcError(ctx, "try acquire", n, start, err)
+			return nil, false, s.rpcError(ctx, tryOp(n), n, start, err)
 		}
 	}
 	return nil, false, nil
 }
+
+// tryOp is the what of an error of a TryAcquire of n units.
+func tryOp(n int64) string { return "try acquire " + unitsText(n) }
 
 // catchUp waits until the mirror has applied every revision committed before
 // the call: a linearizable read gives the current revision.
@@ -112,8 +118,14 @@ func (s *Semaphore) catchUp(ctx context.Context) error {
 	return s.waitRevision(ctx, resp.Header.Revision)
 }
 
-// waitRevision waits until the mirror has applied revision rev.
+// waitRevision waits until the mirror has applied revision rev. The watch
+// sees only this semaphore's keys, so if the revisions up to rev were other
+// keys' writes no event will bring the mirror there: it asks the server for a
+// progress notification on the watch's stream, and again every
+// progressPause, as the server answers only once the stream's watches have
+// caught up. The request is a message on the open stream, not an RPC.
 func (s *Semaphore) waitRevision(ctx context.Context, rev int64) error {
+	var tick <-chan time.Time
 	for {
 		s.mu.Lock()
 		if s.closed {
@@ -126,10 +138,30 @@ func (s *Semaphore) waitRevision(ctx context.Context, rev int64) error {
 		}
 		ch := s.q.advanced
 		s.mu.Unlock()
+		if tick == nil {
+			t := time.NewTicker(progressPause)
+			defer t.Stop()
+			tick = t.C
+			s.requestProgress()
+		}
 		select {
 		case <-ch:
+		case <-tick:
+			s.requestProgress()
 		case <-ctx.Done():
 			return ctx.Err()
 		}
 	}
+}
+
+// progressPause separates progress requests while a caller waits for the
+// mirror to reach a revision.
+const progressPause = 50 * time.Millisecond
+
+// requestProgress asks for a progress notification on the watch's stream. It
+// is best effort: waitRevision asks again until the mirror gets there.
+func (s *Semaphore) requestProgress() {
+	ctx, cancel := context.WithTimeout(watchContext(s.bgCtx), time.Second)
+	defer cancel()
+	_ = s.cli.RequestProgress(ctx)
 }

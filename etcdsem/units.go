@@ -3,6 +3,7 @@ package etcdsem
 import (
 	"context"
 	"fmt"
+	"strconv"
 
 	"github.com/fairsem/semaphore"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -24,7 +25,7 @@ type Units struct {
 func (u *Units) Token() int64 { return u.token }
 
 // Count returns the units held: those acquired, less those returned; 0 after
-// Release.
+// Release, loss or the handle's Close.
 func (u *Units) Count() int64 {
 	u.s.mu.Lock()
 	defer u.s.mu.Unlock()
@@ -37,7 +38,8 @@ func (u *Units) Count() int64 {
 // Lost returns a channel that is closed when the units are lost: the lease was
 // not renewed in time (it is closed before the lease can expire on the server,
 // so before anyone else can be granted these units), it expired or was revoked,
-// or the key was deleted by someone else. It is never closed by Release.
+// or the key was deleted by someone else. It is never closed by Release or by
+// the handle's Close.
 func (u *Units) Lost() <-chan struct{} { return u.r.lost }
 
 // Err returns why the units were lost (an error wrapping ErrLost), or nil.
@@ -47,7 +49,7 @@ func (u *Units) Err() error {
 	if u.r.state != stateLost {
 		return nil
 	}
-	return u.s.errorf("units", "token %d: %w", u.token, u.r.err)
+	return u.s.errorf("units of token "+strconv.FormatInt(u.token, 10), "%w", u.r.err)
 }
 
 // Release gives the units back: it deletes the key if its create revision is
@@ -63,15 +65,14 @@ func (u *Units) Release(ctx context.Context) error {
 	}
 	s, r := u.s, u.r
 	s.mu.Lock()
-	switch r.state {
-	case stateReleased, stateFailed, stateAbandoned:
+	op := "release " + unitsText(r.n) + " of token " + strconv.FormatInt(u.token, 10)
+	switch {
+	case r.state == stateLost:
+		err := s.errorf(op, "%w", r.err)
 		s.mu.Unlock()
-		return nil
-	case stateLost:
-		s.mu.Unlock()
-		return u.Err()
-	}
-	if s.closed {
+		return err
+	case r.state != stateHeld && r.state != stateReleasing || s.closed:
+		// Released, failed, abandoned, or given back by Close.
 		s.mu.Unlock()
 		return nil
 	}
@@ -83,19 +84,21 @@ func (u *Units) Release(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
+	case r.state == stateClosed:
+		return nil // Close, while the delete was in flight, gave the units back
 	case r.state == stateLost:
-		return s.errorf("release", "token %d: %w", u.token, r.err)
+		return s.errorf(op, "%w", r.err)
 	case err != nil:
 		if r.state == stateReleasing {
 			r.state = stateHeld
 		}
 		r.releaseTried = true
-		return s.errorf("release", "token %d: %w", u.token, err)
+		return s.errorf(op, "%w", err)
 	case !resp.Succeeded && r.state != stateReleased && !r.releaseTried:
 		// The key was gone before our delete and the watch has not said why yet.
 		r.markLost(fmt.Errorf("key %s was already gone: %w", r.key, ErrLost))
 		delete(s.mine, r.key)
-		return s.errorf("release", "token %d: %w", u.token, r.err)
+		return s.errorf(op, "%w", r.err)
 	}
 	r.state = stateReleased
 	delete(s.mine, r.key)
@@ -105,15 +108,22 @@ func (u *Units) Release(ctx context.Context) error {
 // Return gives back m of the units and keeps the rest (lowering the key's
 // weight in place, so the holder keeps its place and its token). Returning all
 // of them is Release. It returns an error wrapping semaphore.ErrInsufficientUnits
-// if m exceeds Count, ErrLost if the units were lost, or the RPC error. It
-// panics if m is negative.
+// if m exceeds Count, ErrLost if the units were lost, or the RPC error; after
+// the handle's Close it returns nil, as Release does. It panics if m is
+// negative.
 func (u *Units) Return(ctx context.Context, m int64) error {
 	s, r := u.s, u.r
 	s.checkUnits("Units.Return", m)
+	op := "return " + unitsText(m) + " of token " + strconv.FormatInt(u.token, 10)
 	s.mu.Lock()
-	if r.state == stateLost {
+	switch r.state {
+	case stateLost:
+		err := s.errorf(op, "%w", r.err)
 		s.mu.Unlock()
-		return u.Err()
+		return err
+	case stateClosed:
+		s.mu.Unlock()
+		return nil
 	}
 	held := r.n
 	if r.state != stateHeld {
@@ -121,7 +131,7 @@ func (u *Units) Return(ctx context.Context, m int64) error {
 	}
 	if m > held {
 		s.mu.Unlock()
-		return s.errorf("return", "%d units of token %d holding %d: %w", m, u.token, held, semaphore.ErrInsufficientUnits)
+		return s.errorf(op, "%d held: %w", held, semaphore.ErrInsufficientUnits)
 	}
 	s.mu.Unlock()
 	if m == held {
@@ -139,12 +149,14 @@ func (u *Units) Return(ctx context.Context, m int64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
+	case r.state == stateClosed:
+		return nil // Close, while the write was in flight, gave the units back
 	case err != nil:
-		return s.errorf("return", "%d units of token %d: %w", m, u.token, err)
+		return s.errorf(op, "%w", err)
 	case !resp.Succeeded:
 		r.markLost(fmt.Errorf("key %s was already gone: %w", r.key, ErrLost))
 		delete(s.mine, r.key)
-		return s.errorf("return", "%d units of token %d: %w", m, u.token, r.err)
+		return s.errorf(op, "%w", r.err)
 	}
 	if r.state == stateHeld {
 		r.n = held - m

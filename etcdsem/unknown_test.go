@@ -16,7 +16,7 @@ func clientKeys(t testing.TB, cli *clientv3.Client, name, client string) []int64
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	resp, err := cli.Get(ctx, name+"/q/", clientv3.WithPrefix())
+	resp, err := cli.Get(ctx, keysOf(name).qprefix, clientv3.WithPrefix())
 	require.NoError(t, err)
 	var revs []int64
 	for _, kv := range resp.Kvs {

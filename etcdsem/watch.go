@@ -12,15 +12,17 @@ import (
 // one event and no extra RPC however many of its callers wait. It asks for a
 // leader, so a member cut off from the quorum does not leave it silently stale;
 // on any error it re-watches from the next revision it has not applied, and
-// after a compaction it re-reads (resync).
+// after a compaction it re-reads (resync). A progress notification (see
+// waitRevision) moves the mirror to its revision: the watch has then delivered
+// every event of the semaphore's keys up to it.
 func (s *Semaphore) watch(ctx context.Context) {
 	defer s.wg.Done()
 	for ctx.Err() == nil {
 		s.mu.Lock()
 		from := s.q.rev + 1
 		s.mu.Unlock()
-		wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
-		for resp := range s.cli.Watch(wctx, s.name+"/", clientv3.WithPrefix(), clientv3.WithRev(from)) {
+		wctx, cancel := context.WithCancel(watchContext(ctx))
+		for resp := range s.cli.Watch(wctx, s.prefix, clientv3.WithPrefix(), clientv3.WithRev(from)) {
 			if resp.CompactRevision != 0 {
 				s.resync(ctx)
 				break
@@ -30,6 +32,9 @@ func (s *Semaphore) watch(ctx context.Context) {
 			}
 			s.mu.Lock()
 			s.q.applyEvents(resp.Events)
+			if resp.IsProgressNotify() {
+				s.q.advance(resp.Header.Revision)
+			}
 			s.mu.Unlock()
 		}
 		cancel()
@@ -40,12 +45,17 @@ func (s *Semaphore) watch(ctx context.Context) {
 	}
 }
 
+// watchContext is the context of the handle's watch. The client multiplexes
+// watches on one stream per context metadata, and a progress request reaches
+// the stream of its context's metadata: waitRevision asks through the same.
+func watchContext(ctx context.Context) context.Context { return clientv3.WithRequireLeader(ctx) }
+
 // resync re-reads the keys after the history the watch needed was compacted.
 // Revisions were skipped, so this handle's waiters cannot know whether they
 // were granted or failed in the gap: they fail with ErrLost and their keys are
 // deleted (the units pass on if they had been granted). Holders stay holders.
 func (s *Semaphore) resync(ctx context.Context) {
-	resp, err := s.cli.Get(ctx, s.name+"/", clientv3.WithPrefix())
+	resp, err := s.cli.Get(ctx, s.prefix, clientv3.WithPrefix())
 	if err != nil {
 		return // the caller re-watches from the old revision and lands here again
 	}
@@ -80,7 +90,7 @@ func (s *Semaphore) resync(ctx context.Context) {
 	}
 	for key, r := range s.mine {
 		if r.state == stateWaiting {
-			r.finish(stateFailed, s.errorf("acquire", "%d units: place in the queue lost: watch history compacted: %w", r.n, ErrLost))
+			r.finish(stateFailed, s.errorf(acquireOp(r.n), "place in the queue lost: watch history compacted: %w", ErrLost))
 		}
 		if k := s.q.byKey[key]; k != nil && (r.state == stateFailed || r.state == stateAbandoned) {
 			k.state = keyUnknown

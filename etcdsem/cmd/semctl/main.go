@@ -4,9 +4,12 @@
 //	semctl -endpoints 127.0.0.1:2379 resize NAME N     set the capacity; holders are never revoked
 //	semctl -endpoints 127.0.0.1:2379 break NAME REASON fail every waiter and later acquire
 //	semctl -endpoints 127.0.0.1:2379 repair NAME       undo break
+//	semctl -endpoints 127.0.0.1:2379 drain NAME        wait (up to -timeout) until no units are held
 //	semctl -endpoints 127.0.0.1:2379 [-for 1m] watch NAME  print grants and releases as they happen
 //
-// It starts nothing: without -endpoints it fails.
+// NAME is any non-empty string (etcdsem escapes it in its keys). It starts
+// nothing: without -endpoints it fails. Every argument is checked before it
+// connects; a bad one, or a failure, is one line on stderr and exit status 1.
 package main
 
 import (
@@ -22,6 +25,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/fairsem/semaphore"
 	"github.com/fairsem/semaphore/etcdsem"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
@@ -29,29 +33,110 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	if err := run(ctx, os.Stdout, os.Args[1:]); err != nil {
-		fmt.Fprintln(os.Stderr, "semctl:", err)
-		os.Exit(1)
+	code := runMain(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+const usage = `usage: semctl -endpoints URLS [-timeout D] COMMAND NAME [ARG]
+  status NAME         capacity, holders (units, age, token, lease TTL left), waiters in order
+  resize NAME N       set the capacity (0 to %d); holders are never revoked
+  break NAME REASON   fail every waiter and later acquire until repair
+  repair NAME         undo break
+  drain NAME          wait (up to -timeout) until no units are held: break, then drain
+  watch NAME          print grants and releases as they happen (-for D: stop after D)
+flags:
+  -endpoints URLS     etcd client URLs, comma-separated (required)
+  -timeout D          bound on each command's RPCs (default 10s)
+  -for D              watch: stop after D (default: until interrupted)
+`
+
+// runMain runs semctl with args and returns its exit status: 0, or 1 after
+// one line on stderr.
+func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	err := run(ctx, stdout, args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		fmt.Fprintf(stdout, usage, int64(semaphore.MaxUnits))
+		return 0
+	case err != nil:
+		// Errors from etcd's client may span lines; the message stays one.
+		fmt.Fprintln(stderr, "semctl:", strings.Join(strings.Fields(err.Error()), " "))
+		return 1
 	}
+	return 0
+}
+
+// A command is a checked command line.
+type command struct {
+	verb     string
+	name     string // the semaphore's; never empty
+	capacity int64  // resize: in [0, semaphore.MaxUnits]
+	reason   string // break: never empty
+}
+
+// verbs are the commands and the arguments each takes after NAME.
+var verbs = map[string]string{"status": "", "resize": "N", "break": "REASON", "repair": "", "drain": "", "watch": ""}
+
+// parseCommand checks the arguments after the flags.
+func parseCommand(args []string) (command, error) {
+	if len(args) == 0 {
+		return command{}, errors.New("missing command: want status, resize, break, repair, drain or watch (semctl -h)")
+	}
+	verb := args[0]
+	extra, ok := verbs[verb]
+	if !ok {
+		return command{}, fmt.Errorf("unknown command %q: want status, resize, break, repair, drain or watch (semctl -h)", verb)
+	}
+	want := strings.TrimSpace("NAME " + extra)
+	if len(args)-1 != len(strings.Fields(want)) {
+		return command{}, fmt.Errorf("%s: want %s, got %d arguments", verb, want, len(args)-1)
+	}
+	c := command{verb: verb, name: args[1]}
+	if c.name == "" {
+		return command{}, fmt.Errorf("%s: the semaphore name is empty", verb)
+	}
+	switch verb {
+	case "resize":
+		n, err := strconv.ParseInt(args[2], 10, 64)
+		switch {
+		case errors.Is(err, strconv.ErrRange) || err == nil && (n < 0 || n > semaphore.MaxUnits):
+			return command{}, fmt.Errorf("resize: capacity %s out of range [0, %d]", args[2], int64(semaphore.MaxUnits))
+		case err != nil:
+			return command{}, fmt.Errorf("resize: capacity %q is not an integer", args[2])
+		}
+		c.capacity = n
+	case "break":
+		if args[2] == "" {
+			return command{}, errors.New("break: the reason is empty")
+		}
+		c.reason = args[2]
+	}
+	return c, nil
 }
 
 func run(ctx context.Context, out io.Writer, args []string) error {
 	fs := flag.NewFlagSet("semctl", flag.ContinueOnError)
-	endpoints := fs.String("endpoints", "", "etcd client URLs, comma-separated (required)")
-	timeout := fs.Duration("timeout", 10*time.Second, "bound on each command's RPCs")
-	watchFor := fs.Duration("for", 0, "watch: stop after this long (default: until interrupted)")
+	fs.SetOutput(io.Discard) // runMain prints the one line
+	endpoints := fs.String("endpoints", "", "")
+	timeout := fs.Duration("timeout", 10*time.Second, "")
+	watchFor := fs.Duration("for", 0, "")
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	switch {
+	case *timeout <= 0:
+		return fmt.Errorf("-timeout %v: must be positive", *timeout)
+	case *watchFor < 0:
+		return fmt.Errorf("-for %v: must not be negative", *watchFor)
+	}
+	c, err := parseCommand(fs.Args())
+	if err != nil {
 		return err
 	}
 	if *endpoints == "" {
 		return errors.New("-endpoints is required: semctl starts nothing and talks to an existing etcd")
 	}
-	rest := fs.Args()
-	if len(rest) < 2 {
-		return errors.New("usage: semctl -endpoints URLS status|resize|break|repair|watch NAME [ARG]")
-	}
-	cmd, name := rest[0], rest[1]
 	cli, err := clientv3.New(clientv3.Config{Endpoints: strings.Split(*endpoints, ","), DialTimeout: *timeout, Logger: zap.NewNop()})
 	if err != nil {
 		return err
@@ -59,42 +144,34 @@ func run(ctx context.Context, out io.Writer, args []string) error {
 	defer cli.Close()
 	rctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	s, err := etcdsem.New(rctx, cli, name)
+	s, err := etcdsem.New(rctx, cli, c.name)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	switch cmd {
+	switch c.verb {
 	case "status":
 		return status(rctx, out, cli, s)
 	case "resize":
-		if len(rest) != 3 {
-			return errors.New("usage: resize NAME N")
-		}
-		c, err := strconv.ParseInt(rest[2], 10, 64)
-		if err != nil || c < 0 {
-			return fmt.Errorf("resize: capacity %q is not a non-negative integer", rest[2])
-		}
-		if err := s.Resize(rctx, c); err != nil {
+		if err := s.Resize(rctx, c.capacity); err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "%s: capacity set to %d\n", name, c)
-		return nil
+		fmt.Fprintf(out, "%s: capacity set to %d\n", c.name, c.capacity)
 	case "break":
-		if len(rest) != 3 {
-			return errors.New("usage: break NAME REASON")
-		}
-		if err := s.Break(rctx, errors.New(rest[2])); err != nil {
+		if err := s.Break(rctx, errors.New(c.reason)); err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "%s: broken: %s\n", name, rest[2])
-		return nil
+		fmt.Fprintf(out, "%s: broken: %s\n", c.name, c.reason)
 	case "repair":
 		if err := s.Repair(rctx); err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "%s: repaired\n", name)
-		return nil
+		fmt.Fprintf(out, "%s: repaired\n", c.name)
+	case "drain":
+		if err := s.Drain(rctx); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "%s: drained: no units held\n", c.name)
 	case "watch":
 		wctx := ctx
 		if *watchFor > 0 {
@@ -104,7 +181,7 @@ func run(ctx context.Context, out io.Writer, args []string) error {
 		}
 		return watch(wctx, out, cli, s)
 	}
-	return fmt.Errorf("unknown command %q", cmd)
+	return nil
 }
 
 func status(ctx context.Context, out io.Writer, cli *clientv3.Client, s *etcdsem.Semaphore) error {
@@ -142,7 +219,7 @@ func watch(ctx context.Context, out io.Writer, cli *clientv3.Client, s *etcdsem.
 		return err
 	}
 	fmt.Fprintf(out, "watching %s: capacity %d, %d held, %d waiting\n", s.Name(), prev.Capacity, prev.Held, len(prev.Waiters))
-	for resp := range cli.Watch(clientv3.WithRequireLeader(ctx), s.Name()+"/", clientv3.WithPrefix(), clientv3.WithRev(prev.Revision+1)) {
+	for resp := range cli.Watch(clientv3.WithRequireLeader(ctx), etcdsem.KeyPrefix(s.Name()), clientv3.WithPrefix(), clientv3.WithRev(prev.Revision+1)) {
 		if err := resp.Err(); err != nil {
 			return err
 		}

@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -74,10 +76,38 @@ func TestSemctl_StatusResizeBreakRepairWatch(t *testing.T) {
 		"the watch reports the release")
 	wcancel()
 	require.NoError(t, <-done, "an interrupted watch ends without error")
+	assert.Contains(t, semctl("drain", "jobs"), "drained")
 	rep, err := etcdsem.Audit(ctx, cli, "jobs")
 	require.NoError(t, err)
 	assert.Empty(t, rep.Violations, "the history keeps capacity and FIFO at every revision")
 	assert.Equal(t, 1, rep.Grants)
+}
+
+// Names that end in "/", nest or hold any character are semaphores of their
+// own, and semctl administers each alone.
+func TestSemctl_AnyNonEmptyNameIsItsOwnSemaphore(t *testing.T) {
+	ep := startEtcd(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	semctl := func(args ...string) string {
+		var out, errOut strings.Builder
+		require.Equal(t, 0, runMain(ctx, append([]string{"-endpoints", ep}, args...), &out, &errOut), errOut.String())
+		return out.String()
+	}
+	names := []string{"x", "x/", "x/q", "x/q/y", "x%2Fq", "задачи"}
+	for i, name := range names {
+		assert.Contains(t, semctl("resize", name, strconv.Itoa(i+1)), "capacity set to "+strconv.Itoa(i+1))
+	}
+	assert.Contains(t, semctl("break", "x/q", "maintenance"), "broken: maintenance")
+	for i, name := range names {
+		out := semctl("status", name)
+		assert.Contains(t, out, fmt.Sprintf("%s: capacity %d, 0 units held by 0 holders, 0 waiters", name, i+1))
+		if name == "x/q" {
+			assert.Contains(t, out, "BROKEN: maintenance")
+		} else {
+			assert.NotContains(t, out, "BROKEN", name)
+		}
+	}
 }
 
 func startEtcd(t *testing.T) string {

@@ -1,0 +1,154 @@
+package etcdsem
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/fairsem/semaphore"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Each meaning etcdsem shares with the in-process semaphore matches the core's
+// sentinel with errors.Is, in every way etcdsem can produce it; the message
+// names the semaphore and what was asked.
+func TestErrors_SharedMeaningsMatchTheCoreSentinels(t *testing.T) {
+	cli := newClient(t, sharedEndpoint(t))
+	ctx := testCtx(t, time.Minute)
+	// full returns a handle on a new semaphore of capacity 2 whose units are all held.
+	full := func(t *testing.T) *Semaphore {
+		s := newSem(t, cli, testName(t), WithCapacity(2))
+		u, err := s.Acquire(ctx, 2)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = u.Release(context.Background()) })
+		return s
+	}
+	cases := []struct {
+		name   string
+		want   error
+		prefix string // after `etcdsem "NAME": `
+		call   func(t *testing.T) (*Semaphore, error)
+	}{
+		{"acquire when broken", semaphore.ErrBroken, "acquire 1 unit: broken: maintenance: ", func(t *testing.T) (*Semaphore, error) {
+			s := newSem(t, cli, testName(t), WithCapacity(2))
+			require.NoError(t, s.Break(ctx, errors.New("maintenance")))
+			_, err := s.Acquire(ctx, 1)
+			return s, err
+		}},
+		{"try acquire when broken", semaphore.ErrBroken, "try acquire 1 unit: broken: maintenance: ", func(t *testing.T) (*Semaphore, error) {
+			s := newSem(t, cli, testName(t), WithCapacity(2))
+			require.NoError(t, s.Break(ctx, errors.New("maintenance")))
+			_, _, err := s.TryAcquire(ctx, 1)
+			return s, err
+		}},
+		{"waiter failed by Break", semaphore.ErrBroken, "acquire 1 unit: broken: maintenance: ", func(t *testing.T) (*Semaphore, error) {
+			s := full(t)
+			errc := make(chan error, 1)
+			go func() { _, err := s.Acquire(ctx, 1); errc <- err }()
+			waitWaiters(t, s, 1)
+			require.NoError(t, s.Break(ctx, errors.New("maintenance")))
+			return s, <-errc
+		}},
+		{"acquire timeout", semaphore.ErrTimedOut, "acquire 1 unit: timed out after ", func(t *testing.T) (*Semaphore, error) {
+			s := full(t)
+			_, err := s.AcquireTimeout(ctx, 50*time.Millisecond, 1)
+			return s, err
+		}},
+		{"acquire timeout of zero", semaphore.ErrTimedOut, "acquire 1 unit: timed out after 0s: ", func(t *testing.T) (*Semaphore, error) {
+			s := full(t)
+			_, err := s.AcquireTimeout(ctx, 0, 1)
+			return s, err
+		}},
+		{"context deadline", semaphore.ErrTimedOut, "acquire 2 units: timed out after ", func(t *testing.T) (*Semaphore, error) {
+			s := full(t)
+			dctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+			defer cancel()
+			_, err := s.Acquire(dctx, 2)
+			return s, err
+		}},
+		{"acquire more than the capacity", semaphore.ErrTooLarge, "acquire 3 units: more than the capacity 2: ", func(t *testing.T) (*Semaphore, error) {
+			s := newSem(t, cli, testName(t), WithCapacity(2))
+			_, err := s.Acquire(ctx, 3)
+			return s, err
+		}},
+		{"try acquire more than the capacity", semaphore.ErrTooLarge, "try acquire 3 units: more than the capacity 2: ", func(t *testing.T) (*Semaphore, error) {
+			s := newSem(t, cli, testName(t), WithCapacity(2))
+			_, _, err := s.TryAcquire(ctx, 3)
+			return s, err
+		}},
+		{"waiter left too large by a shrink", semaphore.ErrTooLarge, "acquire 2 units: capacity shrunk to 1: ", func(t *testing.T) (*Semaphore, error) {
+			s := full(t)
+			errc := make(chan error, 1)
+			go func() { _, err := s.Acquire(ctx, 2); errc <- err }()
+			waitWaiters(t, s, 1)
+			require.NoError(t, s.Resize(ctx, 1))
+			return s, <-errc
+		}},
+		{"return more than held", semaphore.ErrInsufficientUnits, "return 3 units of token ", func(t *testing.T) (*Semaphore, error) {
+			s := newSem(t, cli, testName(t), WithCapacity(2))
+			u, err := s.Acquire(ctx, 2)
+			require.NoError(t, err)
+			defer func() { assert.NoError(t, u.Release(ctx)) }()
+			return s, u.Return(ctx, 3)
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s, err := c.call(t)
+			require.Error(t, err)
+			assert.ErrorIs(t, err, c.want)
+			assert.Contains(t, err.Error(), fmt.Sprintf("etcdsem %q: %s", s.Name(), c.prefix))
+			for _, own := range []error{ErrLost, ErrClosed} {
+				assert.NotErrorIs(t, err, own)
+			}
+		})
+	}
+}
+
+// ErrLost and ErrClosed are etcdsem's own: bare reasons, matching none of the
+// shared sentinels, and the message around them names the semaphore.
+func TestErrors_OwnSentinelsAreBareAndMatchNoSharedOne(t *testing.T) {
+	assert.Equal(t, "units lost", ErrLost.Error())
+	assert.Equal(t, "closed", ErrClosed.Error())
+	for _, own := range []error{ErrLost, ErrClosed} {
+		for _, shared := range []error{semaphore.ErrBroken, semaphore.ErrTimedOut, semaphore.ErrQueueFull, semaphore.ErrTooLarge} {
+			assert.NotErrorIs(t, own, shared)
+		}
+	}
+	cli := newClient(t, sharedEndpoint(t))
+	ctx := testCtx(t, 10*time.Second)
+	s, err := New(ctx, cli, testName(t), WithCapacity(1))
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+	_, err = s.Acquire(ctx, 2)
+	assert.ErrorIs(t, err, ErrClosed)
+	assert.EqualError(t, err, fmt.Sprintf("etcdsem %q: acquire 2 units: closed", s.Name()))
+}
+
+// A timeout or a cancellation is one line that says each reason once, and
+// matches the context's error and cause.
+func TestErrors_WaitErrorsAreOneLineAndMatchTheContext(t *testing.T) {
+	cli := newClient(t, sharedEndpoint(t))
+	s := newSem(t, cli, testName(t), WithCapacity(1))
+	ctx := testCtx(t, 10*time.Second)
+	u, err := s.Acquire(ctx, 1)
+	require.NoError(t, err)
+	defer func() { assert.NoError(t, u.Release(ctx)) }()
+
+	_, err = s.AcquireTimeout(ctx, 20*time.Millisecond, 1)
+	assert.ErrorIs(t, err, semaphore.ErrTimedOut)
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.NotContains(t, err.Error(), "\n")
+
+	stop := errors.New("shutting down")
+	cctx, cancel := context.WithCancelCause(ctx)
+	cancel(stop)
+	_, err = s.Acquire(cctx, 1)
+	assert.ErrorIs(t, err, context.Canceled)
+	assert.ErrorIs(t, err, stop)
+	assert.NotErrorIs(t, err, semaphore.ErrTimedOut)
+	assert.Regexp(t, `^etcdsem ".*": acquire 1 unit: canceled after \d+m?s: context canceled: shutting down$`, err.Error())
+}

@@ -1,0 +1,47 @@
+package etcdsem
+
+import "strings"
+
+// The key layout. Every key of the semaphore NAME starts with
+//
+//	P = escape(NAME) + "/"
+//
+// where escape writes each "%" as "%25" and each "/" as "%2F" and leaves every
+// other byte as it is (so "jobs" has the prefix "jobs/", and "app/jobs" has
+// "app%2Fjobs/"). Under P: "cap", "broken" and "q/<lease>-<seq>" (lease: 16 hex
+// digits; seq: hex), described in the package doc.
+//
+// Why no key of one semaphore can be taken for a key of another, whatever
+// bytes the names hold: escape(NAME) contains no "/", so the first "/" of any
+// key of NAME is the last byte of P, at offset len(escape(NAME)). If a key of
+// B started with A's prefix, its first "/" would be at offset
+// len(escape(A)) as well, so escape(A) = escape(B); escape is one-to-one (a
+// "%" in its output always starts one of the two escapes, since a "%" of the
+// name is itself escaped), so A = B. Hence a range or watch over P sees the
+// keys of NAME and of no other semaphore (no name is a prefix of another's
+// keys: not "a" of "a/b", nor "a" of "a/q/...", nor "a/q" of "a%2Fq"). Under
+// P, "cap" and "broken" are whole keys and neither is a prefix of the other or
+// of "q/", and the lease part of a queue key has a fixed width followed by
+// "-", so one lease's keys never start with another lease's prefix.
+type keyLayout struct {
+	prefix    string // P: every key of the semaphore, and no other's
+	qprefix   string // P + "q/": one key per acquire, waiting or holding
+	capKey    string // P + "cap": the capacity, zero-padded so values compare as numbers
+	brokenKey string // P + "broken": present while broken; the value is the reason
+}
+
+// keysOf returns the key layout of the semaphore name.
+func keysOf(name string) keyLayout {
+	p := KeyPrefix(name)
+	return keyLayout{prefix: p, qprefix: p + "q/", capKey: p + "cap", brokenKey: p + "broken"}
+}
+
+var nameEscaper = strings.NewReplacer("%", "%25", "/", "%2F")
+
+// KeyPrefix returns the prefix of every key of the semaphore name and of no
+// other semaphore's keys: the name with each "%" written as "%25" and each "/"
+// as "%2F", then "/". It is for operators' tools (etcdctl get --prefix) and
+// watches.
+func KeyPrefix(name string) string {
+	return nameEscaper.Replace(name) + "/"
+}
