@@ -10,7 +10,6 @@ import (
 
 // The README's Go snippets that use only the core module compile as pasted into
 // a function body; the nested modules run the same check on theirs.
-
 func TestREADME_EverySnippetCompilesInAFunctionBody(t *testing.T) {
 	Check(t)
 }
