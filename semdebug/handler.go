@@ -97,7 +97,11 @@ func (h *handler) serveIndex(w http.ResponseWriter, r *http.Request, format stri
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		writeIndexText(w, idx)
 	default:
-		h.writeHTML(w, indexTemplate, idx)
+		limit := defaultHTMLRows
+		if l, err := strconv.Atoi(q.Get("limit")); err == nil && l >= 0 {
+			limit = l
+		}
+		h.writeHTML(w, indexTemplate, newIndexPage(idx, limit, q))
 	}
 }
 

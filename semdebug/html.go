@@ -15,29 +15,11 @@ import (
 // which replaces the page's content in place and can be paused.
 
 var funcs = template.FuncMap{
-	"age":    ageText,
-	"rate":   rateText,
-	"millis": func(d time.Duration) int64 { return d.Milliseconds() },
-	"charts": charts,
-	"sortHref": func(idx index, col string) string {
-		v := url.Values{"sort": {col}}
-		if col == idx.Sort && !idx.Desc {
-			v.Set("desc", "1")
-		}
-		return "?" + v.Encode()
-	},
-	"arrow": func(idx index, col string) string {
-		switch {
-		case col != idx.Sort:
-			return ""
-		case idx.Desc:
-			return " ▼"
-		}
-		return " ▲"
-	},
+	"age":     ageText,
+	"rate":    rateText,
+	"millis":  func(d time.Duration) int64 { return d.Milliseconds() },
+	"charts":  charts,
 	"rfc3339": func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
-	"id":      func(id uint64) string { return strconv.FormatUint(id, 10) },
-	"columns": func() []column { return columns },
 	"inc":     func(i int) int { return i + 1 },
 }
 
@@ -123,14 +105,13 @@ var indexTemplate = template.Must(template.New("index").Funcs(funcs).Parse(heade
 (head waiting over {{.Threshold}}); read at <span id="read-at">{{rfc3339 .At}}</span>.
 Rates are since the previous reading. A head wait marked &ge; is a lower bound: no waiter has left since the page first saw them.</p>
 <table id="index">
-<thead><tr>{{$idx := .}}{{range $i, $c := columns}}<th class="{{$c.Key}}"><a href="{{sortHref $idx $c.Key}}">{{$c.Title}}{{arrow $idx $c.Key}}</a></th>{{end}}</tr></thead>
+<thead><tr>{{range .Columns}}<th class="{{.Key}}"><a href="{{.Href}}">{{.Title}}{{.Arrow}}</a></th>{{end}}</tr></thead>
 <tbody>
-{{range .Rows}}<tr id="row-{{.ID}}" data-key="{{.Key}}" data-stalled="{{.Stalled}}"{{if .Stalled}} class="stalled"{{end}}>
-<td class="name">{{if .Stalled}}<span class="badge">STALLED</span> {{end}}<a href="{{id .ID}}">{{.Key}}</a></td>
-<td class="kind">{{.Kind}}</td><td>{{.Capacity}}</td><td>{{.InUse}}</td><td>{{.Available}}</td><td>{{.Waiters}}</td>
-<td class="headwait">{{.HeadWaitText}}</td><td>{{age .OldestHolder}}</td><td>{{if .Broken}}yes{{else}}no{{end}}</td>
-<td>{{rate .Rates .Rates.Acquired}}</td><td>{{rate .Rates .Rates.TimedOut}}</td><td>{{rate .Rates .Rates.Shed}}</td></tr>
+{{range .Shown}}<tr id="row-{{.ID}}" data-key="{{.Key}}" data-stalled="{{.Stalled}}"{{if .Stalled}} class="stalled"{{end}}>
+<td class="name">{{if .Stalled}}<span class="badge">STALLED</span> {{end}}<a href="{{.ID}}">{{.Key}}</a></td>
+<td class="kind">{{.Kind}}</td>{{range .Cells}}<td>{{.}}</td>{{end}}</tr>
 {{end}}</tbody></table>
+{{if .Hidden}}<p id="hidden">{{.Hidden}} more rows not shown: <a href="{{.AllHref}}">show all</a> or ask for ?format=text or ?format=json.</p>{{end}}
 </main>
 ` + footer))
 
@@ -180,4 +161,72 @@ func (h *handler) writeHTML(w http.ResponseWriter, t *template.Template, data an
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Write(buf.Bytes()) //nolint:errcheck // the client went away
+}
+
+// indexPage is the index as the HTML template takes it: the rows it shows, each
+// formatted beforehand into a flat struct of strings, because the template's
+// reflection on nested fields and function calls dominates the cost of a large
+// index.
+type indexPage struct {
+	index
+	Columns []htmlColumn
+	Shown   []htmlRow
+	Hidden  int    // rows not shown
+	AllHref string // the same index with every row
+}
+
+// htmlColumn is a header cell of the index: its link sorts by it, or reverses
+// the order when the index is already sorted by it.
+type htmlColumn struct {
+	Key, Title, Href, Arrow string
+}
+
+type htmlRow struct {
+	ID, Key, Kind string
+	Stalled       bool
+	Cells         [10]string // the columns after name and kind
+}
+
+// defaultHTMLRows is how many rows the HTML index shows unless ?limit= says
+// otherwise: a browser table of tens of thousands of rows helps nobody, and the
+// stalled rows come first anyway.
+const defaultHTMLRows = 1000
+
+func newIndexPage(idx index, limit int, query url.Values) indexPage {
+	shown := idx.Rows
+	if limit > 0 && len(shown) > limit {
+		shown = shown[:limit]
+	}
+	page := indexPage{index: idx, Shown: make([]htmlRow, len(shown)), Hidden: len(idx.Rows) - len(shown)}
+	for i, r := range shown {
+		page.Shown[i] = htmlRow{
+			ID: strconv.FormatUint(r.ID, 10), Key: r.Key, Kind: r.Kind, Stalled: r.Stalled,
+			Cells: [10]string{
+				strconv.FormatInt(r.Capacity, 10), strconv.FormatInt(r.InUse, 10), strconv.FormatInt(r.Available, 10),
+				strconv.Itoa(r.Waiters), r.HeadWaitText(), ageText(r.OldestHolder), yesNo(r.Broken),
+				rateText(r.Rates, r.Rates.Acquired), rateText(r.Rates, r.Rates.TimedOut), rateText(r.Rates, r.Rates.Shed),
+			},
+		}
+	}
+	for _, c := range columns {
+		v := url.Values{"sort": {c.Key}}
+		hc := htmlColumn{Key: c.Key, Title: c.Title}
+		if c.Key == idx.Sort {
+			hc.Arrow = " ▲"
+			if idx.Desc {
+				hc.Arrow = " ▼"
+			} else {
+				v.Set("desc", "1")
+			}
+		}
+		hc.Href = "?" + v.Encode()
+		page.Columns = append(page.Columns, hc)
+	}
+	all := url.Values{}
+	for k, v := range query {
+		all[k] = v
+	}
+	all.Set("limit", "0")
+	page.AllHref = "?" + all.Encode()
+	return page
 }

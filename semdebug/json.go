@@ -76,7 +76,7 @@ func indexJSON(idx index) jsonIndex {
 	out := jsonIndex{At: idx.At.UTC(), StallThresholdSecond: idx.Threshold.Seconds(), Stalled: idx.Stalled,
 		Objects: make([]jsonRow, len(idx.Rows))}
 	for i := range idx.Rows {
-		out.Objects[i] = rowJSON(&idx.Rows[i])
+		out.Objects[i] = rowJSON(idx.Rows[i])
 	}
 	return out
 }

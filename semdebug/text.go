@@ -17,7 +17,7 @@ func writeIndexText(w io.Writer, idx index) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "\tID\tNAME\tKIND\tCAPACITY\tIN USE\tAVAILABLE\tWAITERS\tHEAD WAIT\tOLDEST HOLDER\tBROKEN\tACQUIRED/S\tTIMED OUT/S\tSHED/S")
 	for i := range idx.Rows {
-		r := &idx.Rows[i]
+		r := idx.Rows[i]
 		mark := ""
 		if r.Stalled {
 			mark = "STALLED"

@@ -26,7 +26,7 @@ type index struct {
 	Refresh   time.Duration
 	Sort      string
 	Desc      bool
-	Rows      []row
+	Rows      []*row
 	Stalled   int
 }
 
@@ -73,29 +73,31 @@ func (h *handler) index(sortBy string, desc bool) index {
 		}
 	}
 	entries := h.reg.list()
-	idx.Rows = make([]row, 0, len(entries))
+	rows := make([]row, 0, len(entries))
 	for _, e := range entries {
 		src := e.load()
 		if src == nil {
 			continue // collected; its cleanup will remove the entry
 		}
 		rd := e.obs.read(src, false)
-		idx.Rows = append(idx.Rows, row{ID: e.id, Name: src.Name(), Kind: src.Kind(), reading: rd,
+		rows = append(rows, row{ID: e.id, Name: src.Name(), Kind: src.Kind(), reading: rd,
 			Stalled: rd.Waiters > 0 && rd.HeadWait > h.threshold})
 	}
 	idx.At = time.Now()
-	keys := pageKeys(idx.Rows)
-	for i := range idx.Rows {
-		idx.Rows[i].Key = keys[i]
-		if idx.Rows[i].Stalled {
+	keys := pageKeys(rows)
+	idx.Rows = make([]*row, len(rows))
+	for i := range rows {
+		rows[i].Key = keys[i]
+		idx.Rows[i] = &rows[i]
+		if rows[i].Stalled {
 			idx.Stalled++
 		}
 	}
-	slices.SortFunc(idx.Rows, func(a, b row) int {
+	slices.SortFunc(idx.Rows, func(a, b *row) int {
 		if c := cmpBool(b.Stalled, a.Stalled); c != 0 {
 			return c
 		}
-		c := byCol(&a, &b)
+		c := byCol(a, b)
 		if desc {
 			c = -c
 		}
