@@ -40,7 +40,8 @@ type registry struct {
 }
 
 func newRegistry() *registry {
-	return &registry{entries: map[uint64]*entry{}, byPtr: map[any]*entry{}}
+	return &registry{entries: map[uint64]*entry{}, byPtr: map[any]*entry{},
+		sampler: samplerState{wake: make(chan struct{}, 1)}}
 }
 
 // entry is one registered object.
@@ -114,6 +115,7 @@ func (r *registry) collected(id uint64) {
 func (r *registry) remove(e *entry) {
 	delete(r.entries, e.id)
 	delete(r.byPtr, e.key)
+	r.wakeSamplerLocked()
 }
 
 // list returns the registered entries in id order.

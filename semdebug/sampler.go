@@ -21,7 +21,20 @@ var (
 
 // samplerState is the sampler's part of the registry, guarded by registry.mu.
 type samplerState struct {
-	running bool // a sampler goroutine is running and will look at the entries again
+	running bool          // a sampler goroutine is running and will look at the entries again
+	wake    chan struct{} // buffered 1: tells the sampler to look at the entries now; fixed
+}
+
+// wakeSamplerLocked makes a running sampler look at the entries at once rather
+// than at its next tick, after something stopped needing it, so that it exits
+// promptly once nothing does. r.mu is held.
+func (r *registry) wakeSamplerLocked() {
+	if r.sampler.running {
+		select {
+		case r.sampler.wake <- struct{}{}:
+		default: // a wake-up is pending already
+		}
+	}
 }
 
 // Record samples p's state into the history its page charts, every second, until
@@ -48,6 +61,7 @@ func recordPtr[T any](r *registry, p *T) func() {
 		if !stopped {
 			stopped = true
 			e.watched--
+			r.wakeSamplerLocked()
 		}
 	}
 }
@@ -95,6 +109,9 @@ func (r *registry) sample() {
 				e.obs.read(src, true)
 			}
 		}
-		<-tick.C
+		select {
+		case <-tick.C:
+		case <-r.sampler.wake:
+		}
 	}
 }

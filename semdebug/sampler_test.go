@@ -101,3 +101,21 @@ func TestRecord_UsesThePackageRegistry(t *testing.T) {
 		unregister()
 	})
 }
+
+func TestSampler_ExitsAtOnceWhenNothingNeedsItAnyMore(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRegistry()
+		f, g := newFake("f", Snapshot{}), newFake("g", Snapshot{})
+		unregister := registerPtr(r, f)
+		defer registerPtr(r, g)()
+		stopG := recordPtr(r, g)
+		recordPtr(r, f)
+		synctest.Wait()
+		stopG()
+		synctest.Wait()
+		assert.True(t, samplerRunning(r), "f is still recorded")
+		unregister()
+		synctest.Wait()
+		assert.False(t, samplerRunning(r), "without waiting for the next tick")
+	})
+}
