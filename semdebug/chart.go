@@ -26,9 +26,15 @@ const (
 )
 
 // charts draws the three charts of an object's page from its history, on one time
-// axis ending at now and historyLen samples long.
+// axis ending at now: as long as the history, but at least a minute (so that a
+// fresh history does not fill the width with a few samples) and at most the
+// historyLen samples the history keeps.
 func charts(history []point, now time.Time) []chart {
-	span := time.Duration(historyLen) * sampleEvery
+	span := time.Minute
+	if len(history) > 0 {
+		span = max(span, now.Sub(history[0].At).Round(time.Minute))
+	}
+	span = min(span, time.Duration(historyLen)*sampleEvery)
 	x := func(t time.Time) float64 {
 		return chartW * (1 - float64(now.Sub(t))/float64(span))
 	}

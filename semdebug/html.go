@@ -31,7 +31,7 @@ h2 { font-size: 1.1em; margin: 1.2em 0 .4em; }
 table { border-collapse: collapse; }
 th, td { padding: 2px 10px; text-align: right; border-bottom: 1px solid #ddd; white-space: nowrap; }
 th { background: #f3f3f3; }
-td.name, th.name, td.kind, td.text { text-align: left; }
+td.name, th.name, td.kind, th.kind, td.text { text-align: left; }
 th a { color: inherit; text-decoration: none; }
 tr.stalled { background: #fde2e2; }
 .badge { background: #c0392b; color: #fff; border-radius: 3px; padding: 0 4px; font-size: .8em; font-weight: bold; }
