@@ -64,18 +64,6 @@ func samplerRunning(r *registry) bool {
 	return r.sampler.running
 }
 
-// stopSampling ends every lease of r and waits for its sampler to exit, so that a
-// test that viewed an object's page leaves no goroutine behind.
-func stopSampling(t *testing.T, r *registry) {
-	t.Helper()
-	r.mu.Lock()
-	for _, e := range r.entries {
-		e.lease = 0
-	}
-	r.mu.Unlock()
-	require.Eventually(t, func() bool { return !samplerRunning(r) }, 10*time.Second, time.Millisecond)
-}
-
 func ptrString(p any) string { return fmt.Sprintf("%p", p) }
 
 // outlastSampling, in a synctest bubble, lets every lease of r end and waits for
