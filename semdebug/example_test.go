@@ -47,7 +47,9 @@ func (q *queue) Kind() string { return "job queue" }
 func (q *queue) Snapshot() semdebug.Snapshot {
 	return semdebug.Snapshot{Capacity: q.limit, InUse: q.busy, Available: q.limit - q.busy}
 }
-func (q *queue) Diagnostics(int) string { return fmt.Sprintf("%s: %d of %d busy\n", q.name, q.busy, q.limit) }
+func (q *queue) Diagnostics(int) string {
+	return fmt.Sprintf("%s: %d of %d busy\n", q.name, q.busy, q.limit)
+}
 
 func ExampleSource() {
 	q := &queue{name: "thumbnails", limit: 8, busy: 3}
