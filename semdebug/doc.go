@@ -20,7 +20,9 @@
 // is broken, and rates (acquired, timed out and shed per second) since the
 // previous reading. Rows whose head waiter has waited longer than the stall
 // threshold (WithStallThreshold) are marked and sorted first; any column sorts
-// with ?sort=column (and &desc=1). Each object has a page of its own, at the
+// with ?sort=column (and &desc=1). The HTML index shows the first 1000 rows
+// (?limit=N changes that, 0 for all); JSON and text show every row. Each
+// object has a page of its own, at the
 // index's path followed by its id: the same numbers, its Diagnostics dump, its
 // holders and wait list when its Source lists them, its details, and charts of
 // units in use, waiters and the head waiter's wait over the last five minutes.

@@ -103,7 +103,7 @@ var indexTemplate = template.Must(template.New("index").Funcs(funcs).Parse(heade
 <main id="content">
 <p class="summary">{{len .Rows}} objects, <span id="stalled-count">{{.Stalled}}</span> stalled
 (head waiting over {{.Threshold}}); read at <span id="read-at">{{rfc3339 .At}}</span>.
-Rates are since the previous reading. A head wait marked &ge; is a lower bound: no waiter has left since the page first saw them.</p>
+Rates are since the previous reading. A head wait marked &gt;= is a lower bound: no waiter has left the list since the page saw the head there.</p>
 <table id="index">
 <thead><tr>{{range .Columns}}<th class="{{.Key}}"><a href="{{.Href}}">{{.Title}}{{.Arrow}}</a></th>{{end}}</tr></thead>
 <tbody>
