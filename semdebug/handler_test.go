@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/fairsem/semaphore"
+	"github.com/fairsem/semaphore/admission"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -189,4 +190,52 @@ func TestHandler_ShowsARealSemaphoresHoldersAndStall(t *testing.T) {
 		s.Release(1)
 		outlastSampling(t, r)
 	})
+}
+
+func TestHandler_HTMLIndexShowsTheFirstRowsAndLinksToAll(t *testing.T) {
+	r := newRegistry()
+	for i := range 5 {
+		snap := Snapshot{Capacity: int64(i)}
+		if i == 4 {
+			snap.Waiters, snap.HeadWait = 1, time.Hour
+		}
+		defer registerPtr(r, newFake(string(rune('a'+i)), snap))()
+	}
+	h := newHandler(r)
+	_, _, body := get(t, h, "/d/?limit=2&sort=capacity")
+	assert.Equal(t, 2, strings.Count(body, `<tr id="row-`))
+	assert.Contains(t, body, `<tr id="row-5" data-key="e" data-stalled="true" class="stalled">`, "the stalled row is shown first")
+	assert.Contains(t, body, `3 more rows not shown: <a href="?limit=0&amp;sort=capacity">show all</a>`)
+	for _, q := range []string{"?limit=0", "?limit=-1", "?limit=x", ""} {
+		_, _, body = get(t, h, "/d/"+q)
+		assert.Equal(t, 5, strings.Count(body, `<tr id="row-`), q)
+		assert.NotContains(t, body, `id="hidden"`, q)
+	}
+	_, _, body = get(t, h, "/d/?format=text&limit=1")
+	assert.Equal(t, 5, strings.Count(body, `"`)/2, "the text form lists every row")
+}
+
+func TestHandler_ShowsAdmissionControllersAndGroups(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRegistry()
+		c := admission.New("reads", admission.Resources{Count: 2, Memory: 1 << 20})
+		g := admission.NewGroup("tenants", admission.Resources{Count: 2, Memory: 1 << 20})
+		g.Add("gold", 3)
+		defer registerPtr(r, c)()
+		defer registerPtr(r, g)()
+		h := newHandler(r)
+		_, _, body := get(t, h, "/d/?format=text")
+		assert.Contains(t, body, `"reads"    admission controller  2`)
+		assert.Contains(t, body, `"tenants"  admission group       2`)
+		_, _, body = get(t, h, "/d/2")
+		assert.Contains(t, body, `member &#34;gold&#34;`)
+		assert.Contains(t, body, `<pre id="diagnostics">`)
+		outlastSampling(t, r)
+	})
+}
+
+func TestHandler_AnswersHEAD(t *testing.T) {
+	rec := httptest.NewRecorder()
+	newHandler(newRegistry()).ServeHTTP(rec, httptest.NewRequest(http.MethodHead, "/d/", nil))
+	assert.Equal(t, http.StatusOK, rec.Code)
 }
