@@ -160,7 +160,7 @@ func (h *handler) writeHTML(w http.ResponseWriter, t *template.Template, data an
 		return
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Write(buf.Bytes()) //nolint:errcheck // the client went away
+	w.Write(buf.Bytes()) // an error means the client went away: nobody to tell
 }
 
 // indexPage is the index as the HTML template takes it: the rows it shows, each

@@ -136,7 +136,7 @@ func (r *ring) add(p point) {
 	r.next = (r.next + 1) % historyLen
 }
 
-// snapshot returns the points oldest first.
+// historyPoints returns a copy of the sampled points, oldest first.
 func (o *observation) historyPoints() []point {
 	o.mu.Lock()
 	defer o.mu.Unlock()

@@ -137,7 +137,7 @@ func (r *registry) lookup(id uint64) *entry {
 	return r.entries[id]
 }
 
-// find returns the entry of p, or nil if p is not registered.
+// findPtr returns the entry of p, or nil if p is not registered.
 func findPtr[T any](r *registry, p *T) *entry {
 	r.mu.Lock()
 	defer r.mu.Unlock()
