@@ -61,7 +61,8 @@ func (a semaphoreSource) Snapshot() Snapshot {
 }
 
 // controllerSource shows an admission controller by its count resource; memory
-// is among the details.
+// is among the details. admission.Stats does not say whether Break was called,
+// so Broken stays false and a detail says that it is not known.
 type controllerSource struct{ c *admission.Controller }
 
 func (a controllerSource) Name() string                    { return a.c.Stats().Name }
@@ -87,6 +88,7 @@ func controllerSnapshot(st admission.Stats) Snapshot {
 			{"permits needing CPU", strconv.Itoa(st.NeedCPUPermits)},
 			{"killed", strconv.FormatUint(st.Killed, 10)},
 			{"evictions", strconv.FormatUint(st.PermitEvictions+st.TimeEvictions, 10)},
+			{"broken", "not reported by admission's Stats"},
 		},
 	}
 }
@@ -118,6 +120,7 @@ func (a groupSource) Snapshot() Snapshot {
 	}
 	snap.Details = append(snap.Details,
 		Detail{"memory", fmt.Sprintf("%d bytes, pool %d, lent %d", gs.Total.Memory, gs.Pool, gs.Borrowed)},
-		Detail{"bottleneck", gs.Bottleneck})
+		Detail{"bottleneck", gs.Bottleneck},
+		Detail{"broken", "not reported by admission's Stats"})
 	return snap
 }
