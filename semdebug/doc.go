@@ -58,6 +58,8 @@
 //     viewers refreshing together do not turn them into noise.
 //   - An admission controller shows its count resource as capacity and in use;
 //     memory is among its details. A group shows the sums over its members.
+//     admission's Stats does not report Break, so neither shows as broken; its
+//     page says so.
 //   - Registering an object twice shows it once, until both registrations are
 //     undone. Only pointers can be registered, since only they can be held
 //     weakly.
