@@ -28,6 +28,7 @@ var packages = map[string]pkg{
 	"httpsem":   {"github.com/fairsem/semaphore/httpsem", rootModule},
 	"keyed":     {"github.com/fairsem/semaphore/keyed", rootModule},
 	"netsem":    {"github.com/fairsem/semaphore/netsem", rootModule},
+	"semdebug":  {"github.com/fairsem/semaphore/semdebug", rootModule},
 
 	// Nested modules and the dependencies only they require.
 	"etcdsem":    {"github.com/fairsem/semaphore/etcdsem", "etcdsem"},

@@ -23,6 +23,8 @@ var (
 	shutdownCtx context.Context // ends when the shutdown grace period does
 	logger      *slog.Logger
 	user        string // the tenant of the request
+
+	validOperator func(user, password string) bool // the reader's own check of an operator
 )
 
 // Resources built elsewhere in the reader's program.

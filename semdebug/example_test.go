@@ -1,0 +1,63 @@
+package semdebug_test
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"time"
+
+	"github.com/fairsem/semaphore"
+	"github.com/fairsem/semaphore/semdebug"
+)
+
+// Register the semaphores worth watching and mount the page on a mux of your
+// own, behind your own authentication.
+func ExampleHandler() {
+	db := semaphore.New(4, semaphore.WithName("db"), semaphore.WithHolderTracking())
+	defer semdebug.Register(db)()
+
+	mux := http.NewServeMux()
+	mux.Handle("/debug/semaphores/", semdebug.Handler(semdebug.WithStallThreshold(2*time.Second)))
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+
+	resp, err := http.Get(srv.URL + "/debug/semaphores/?format=text")
+	if err != nil {
+		panic(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	row := strings.Fields(strings.Split(string(body), "\n")[3])
+	fmt.Println(row[1:5])
+	// Output: ["db" semaphore 4 0]
+}
+
+// queue is a limiter of another package. Implementing Source on its pointer type
+// lets Register show it.
+type queue struct {
+	name  string
+	limit int64
+	busy  int64
+}
+
+func (q *queue) Name() string { return q.name }
+func (q *queue) Kind() string { return "job queue" }
+func (q *queue) Snapshot() semdebug.Snapshot {
+	return semdebug.Snapshot{Capacity: q.limit, InUse: q.busy, Available: q.limit - q.busy}
+}
+func (q *queue) Diagnostics(int) string {
+	return fmt.Sprintf("%s: %d of %d busy\n", q.name, q.busy, q.limit)
+}
+
+func ExampleSource() {
+	q := &queue{name: "thumbnails", limit: 8, busy: 3}
+	defer semdebug.Register(q)()
+
+	rec := httptest.NewRecorder()
+	semdebug.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/debug/semaphores/?format=text", nil))
+	row := strings.Fields(strings.Split(rec.Body.String(), "\n")[3])
+	fmt.Println(row[1:7])
+	// Output: ["thumbnails" job queue 8 3 5]
+}

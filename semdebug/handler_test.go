@@ -1,0 +1,241 @@
+package semdebug
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/fairsem/semaphore"
+	"github.com/fairsem/semaphore/admission"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestHandler_ServesEveryViewInEveryFormat(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRegistry()
+		defer registerPtr(r, newFake("f", Snapshot{Capacity: 2}))()
+		h := newHandler(r)
+		for _, tc := range []struct {
+			path, ctype, contains string
+		}{
+			{"/debug/semaphores/", "text/html; charset=utf-8", `<table id="index">`},
+			{"/debug/semaphores/?format=html", "text/html; charset=utf-8", `<table id="index">`},
+			{"/debug/semaphores/?format=json", "application/json", `"objects": [`},
+			{"/debug/semaphores/?format=text", "text/plain; charset=utf-8", "1 objects, 0 stalled"},
+			{"/debug/semaphores/1", "text/html; charset=utf-8", `<pre id="diagnostics">dump of f`},
+			{"/debug/semaphores/1?format=json", "application/json", `"diagnostics": "dump of f\n"`},
+			{"/debug/semaphores/1?format=text", "text/plain; charset=utf-8", "diagnostics:\ndump of f\n"},
+		} {
+			code, ctype, body := get(t, h, tc.path)
+			assert.Equal(t, http.StatusOK, code, tc.path)
+			assert.Equal(t, tc.ctype, ctype, tc.path)
+			assert.Contains(t, body, tc.contains, tc.path)
+		}
+		outlastSampling(t, r)
+	})
+}
+
+func TestHandler_RefusesWhatItDoesNotServe(t *testing.T) {
+	r := newRegistry()
+	h := newHandler(r)
+	for _, tc := range []struct {
+		method, path string
+		code         int
+	}{
+		{http.MethodPost, "/d/", http.StatusMethodNotAllowed},
+		{http.MethodGet, "/d/?format=xml", http.StatusBadRequest},
+		{http.MethodGet, "/d/7", http.StatusNotFound},
+		{http.MethodGet, "/d/db", http.StatusNotFound},
+		{http.MethodGet, "/d/-1", http.StatusNotFound},
+		{http.MethodGet, "/d/99999999999999999999999", http.StatusNotFound},
+	} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(tc.method, tc.path, nil))
+		assert.Equal(t, tc.code, rec.Code, "%s %s", tc.method, tc.path)
+	}
+	unregister := registerPtr(r, semaphore.New(1))
+	unregister()
+	code, _, _ := get(t, h, "/d/1")
+	assert.Equal(t, http.StatusNotFound, code, "an unregistered object's page is gone")
+}
+
+func TestHandler_ImportingRegistersNothingOnTheDefaultMux(t *testing.T) {
+	for _, path := range []string{"/debug/semaphores/", "/debug/semaphores", "/debug/"} {
+		_, pattern := http.DefaultServeMux.Handler(httptest.NewRequest(http.MethodGet, path, nil))
+		assert.Empty(t, pattern, path)
+	}
+}
+
+func TestHandler_HostileNamesCannotInjectMarkup(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const hostile = `<script>alert(1)</script><img src=x onerror=alert(2)>"'&`
+		r := newRegistry()
+		f := newFake(hostile, Snapshot{
+			Waiters: 1, Joined: 1,
+			Holders:  []Holder{{Site: hostile, Label: hostile, Holders: 1, Units: 1, Age: time.Second}},
+			WaitList: []Waiter{{Units: 1}},
+			Details:  []Detail{{hostile, hostile}},
+		})
+		f.kind = hostile
+		f.dump = hostile
+		defer registerPtr(r, f)()
+		h := newHandler(r)
+		for _, path := range []string{"/d/", "/d/1", "/d/?sort=" + "%3Cscript%3E"} {
+			_, _, body := get(t, h, path)
+			for _, raw := range []string{"<script>alert", "<img"} {
+				assert.NotContains(t, body, raw, path)
+			}
+			assert.Contains(t, body, "&lt;script&gt;alert(1)&lt;/script&gt;", path)
+		}
+		outlastSampling(t, r)
+	})
+}
+
+func TestHandler_HostileNamesCannotForgeTextRows(t *testing.T) {
+	r := newRegistry()
+	defer registerPtr(r, newFake("a\nSTALLED  99  \"db\"\x1b[2J", Snapshot{}))()
+	_, _, body := get(t, newHandler(r), "/d/?format=text")
+	lines := strings.Split(strings.TrimSpace(body), "\n")
+	assert.Len(t, lines, 4, "a summary, a blank line, a header and one row: %q", body)
+	assert.NotContains(t, body, "\x1b")
+	assert.Contains(t, body, `"a\nSTALLED  99  \"db\"\x1b[2J"`)
+}
+
+func TestHandler_JSONCarriesTheReading(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRegistry()
+		f := newFake("db", Snapshot{Capacity: 4, InUse: 3, Available: 1, Waiters: 2, Joined: 5,
+			HeadWait: 7 * time.Second, OldestHolder: 9 * time.Second, Broken: true, Cause: "gone",
+			Acquired: 10, TimedOut: 2, Shed: 1,
+			Holders:  []Holder{{Site: "a.go:1", Label: "w1", Holders: 2, Units: 3, Age: 9 * time.Second}},
+			WaitList: []Waiter{{Units: 1, Waited: 7 * time.Second}, {Units: 2}},
+			Details:  []Detail{{"k", "v"}}})
+		defer registerPtr(r, f)()
+		h := newHandler(r, WithStallThreshold(time.Second))
+		_, _, body := get(t, h, "/d/?format=json")
+		var idx jsonIndex
+		require.NoError(t, json.Unmarshal([]byte(body), &idx))
+		require.Len(t, idx.Objects, 1)
+		assert.Equal(t, 1, idx.Stalled)
+		assert.Equal(t, 1.0, idx.StallThresholdSecond)
+		row := idx.Objects[0]
+		assert.Equal(t, jsonRow{ID: 1, Key: "db", Name: "db", Kind: "fake", Stalled: true, Capacity: 4, InUse: 3,
+			Available: 1, Waiters: 2, HeadWaitSeconds: 7, OldestHolderSeconds: 9, Broken: true, Cause: "gone",
+			Acquired: 10, TimedOut: 2, Shed: 1}, row)
+
+		time.Sleep(2 * time.Second)
+		f.set(func(s *Snapshot) { s.Acquired = 20 })
+		_, _, body = get(t, h, "/d/1?format=json")
+		var obj jsonObject
+		require.NoError(t, json.Unmarshal([]byte(body), &obj))
+		require.NotNil(t, obj.AcquiredPerSecond)
+		assert.Equal(t, 5.0, *obj.AcquiredPerSecond)
+		assert.Equal(t, []jsonHolder{{"a.go:1", "w1", 2, 3, 9}}, obj.Holders)
+		assert.Equal(t, []jsonWaiter{{1, 7}, {2, 0}}, obj.WaitList)
+		assert.Equal(t, []jsonDetail{{"k", "v"}}, obj.Details)
+		assert.Equal(t, "dump of db\n", obj.Diagnostics)
+		outlastSampling(t, r)
+	})
+}
+
+func TestHandler_ObjectPageChartsTheSampledHistory(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRegistry()
+		f := newFake("db", Snapshot{Capacity: 4, InUse: 1})
+		defer registerPtr(r, f)()
+		h := newHandler(r)
+		_, _, body := get(t, h, "/d/1")
+		assert.Contains(t, body, `id="chart-inuse" data-points="0"`, "nothing was sampled before the page was opened")
+		for i := range 5 {
+			f.set(func(s *Snapshot) { s.InUse = int64(i) })
+			time.Sleep(time.Second)
+			synctest.Wait()
+		}
+		_, _, body = get(t, h, "/d/1")
+		for _, id := range []string{"chart-inuse", "chart-waiters", "chart-headwait"} {
+			assert.Contains(t, body, `id="`+id+`" data-points="6"`)
+		}
+		assert.Contains(t, body, "<polyline points=")
+		outlastSampling(t, r)
+	})
+}
+
+func TestHandler_ShowsARealSemaphoresHoldersAndStall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRegistry()
+		s := semaphore.New(2, semaphore.WithName("db"), semaphore.WithHolderTracking())
+		defer registerPtr(r, s)()
+		u, err := s.AcquireUnits(semaphore.ContextWithHolderLabel(context.Background(), "nightly-report"), 2)
+		require.NoError(t, err)
+		done := make(chan error)
+		go func() { done <- s.Acquire(context.Background(), 1) }()
+		synctest.Wait()
+		h := newHandler(r, WithStallThreshold(time.Second))
+		get(t, h, "/d/")
+		time.Sleep(2 * time.Second)
+		_, _, body := get(t, h, "/d/?format=text")
+		assert.Contains(t, body, "STALLED  1")
+		assert.Contains(t, body, ">=2s")
+		_, _, body = get(t, h, "/d/1")
+		assert.Contains(t, body, `id="stalled"`)
+		assert.Contains(t, body, "nightly-report (handler_test.go:")
+		u.Release()
+		require.NoError(t, <-done)
+		s.Release(1)
+		outlastSampling(t, r)
+	})
+}
+
+func TestHandler_HTMLIndexShowsTheFirstRowsAndLinksToAll(t *testing.T) {
+	r := newRegistry()
+	for i := range 5 {
+		snap := Snapshot{Capacity: int64(i)}
+		if i == 4 {
+			snap.Waiters, snap.HeadWait = 1, time.Hour
+		}
+		defer registerPtr(r, newFake(string(rune('a'+i)), snap))()
+	}
+	h := newHandler(r)
+	_, _, body := get(t, h, "/d/?limit=2&sort=capacity")
+	assert.Equal(t, 2, strings.Count(body, `<tr id="row-`))
+	assert.Contains(t, body, `<tr id="row-5" data-key="e" data-stalled="true" class="stalled">`, "the stalled row is shown first")
+	assert.Contains(t, body, `3 more rows not shown: <a href="?limit=0&amp;sort=capacity">show all</a>`)
+	for _, q := range []string{"?limit=0", "?limit=-1", "?limit=x", ""} {
+		_, _, body = get(t, h, "/d/"+q)
+		assert.Equal(t, 5, strings.Count(body, `<tr id="row-`), q)
+		assert.NotContains(t, body, `id="hidden"`, q)
+	}
+	_, _, body = get(t, h, "/d/?format=text&limit=1")
+	assert.Equal(t, 5, strings.Count(body, `"`)/2, "the text form lists every row")
+}
+
+func TestHandler_ShowsAdmissionControllersAndGroups(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRegistry()
+		c := admission.New(admission.Resources{Count: 2, Memory: 1 << 20}, admission.WithName("reads"))
+		g := admission.NewGroup(admission.Resources{Count: 2, Memory: 1 << 20}, admission.WithName("tenants"))
+		g.Add("gold", 3)
+		defer registerPtr(r, c)()
+		defer registerPtr(r, g)()
+		h := newHandler(r)
+		_, _, body := get(t, h, "/d/?format=text")
+		assert.Contains(t, body, `"reads"    admission controller  2`)
+		assert.Contains(t, body, `"tenants"  admission group       2`)
+		_, _, body = get(t, h, "/d/2")
+		assert.Contains(t, body, `member &#34;gold&#34;`)
+		assert.Contains(t, body, `<pre id="diagnostics">`)
+		outlastSampling(t, r)
+	})
+}
+
+func TestHandler_AnswersHEAD(t *testing.T) {
+	rec := httptest.NewRecorder()
+	newHandler(newRegistry()).ServeHTTP(rec, httptest.NewRequest(http.MethodHead, "/d/", nil))
+	assert.Equal(t, http.StatusOK, rec.Code)
+}

@@ -1,0 +1,76 @@
+package semdebug
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// fakeSource is a Source whose snapshot the test sets.
+type fakeSource struct {
+	name, kind string
+
+	mu   sync.Mutex
+	snap Snapshot
+	dump string
+}
+
+func newFake(name string, snap Snapshot) *fakeSource {
+	return &fakeSource{name: name, kind: "fake", snap: snap, dump: "dump of " + name + "\n"}
+}
+
+func (f *fakeSource) Name() string { return f.name }
+func (f *fakeSource) Kind() string { return f.kind }
+
+func (f *fakeSource) Snapshot() Snapshot {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.snap
+}
+
+func (f *fakeSource) Diagnostics(int) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.dump
+}
+
+func (f *fakeSource) set(update func(*Snapshot)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	update(&f.snap)
+}
+
+// get serves path with h and returns the status, the content type and the body.
+func get(t *testing.T, h http.Handler, path string) (int, string, string) {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+	body, err := io.ReadAll(rec.Body)
+	require.NoError(t, err)
+	return rec.Code, rec.Header().Get("Content-Type"), string(body)
+}
+
+// samplerRunning reports whether r's sampler goroutine is running.
+func samplerRunning(r *registry) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.sampler.running
+}
+
+func ptrString(p any) string { return fmt.Sprintf("%p", p) }
+
+// outlastSampling, in a synctest bubble, lets every lease of r end and waits for
+// its sampler to exit, which the bubble needs before it can end.
+func outlastSampling(t *testing.T, r *registry) {
+	t.Helper()
+	time.Sleep(viewLease + 2*sampleEvery)
+	synctest.Wait()
+	require.False(t, samplerRunning(r))
+}

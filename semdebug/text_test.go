@@ -1,0 +1,80 @@
+package semdebug
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/*.golden with the current output")
+
+// golden compares got with testdata/name.golden, or rewrites it with -update.
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name+".golden")
+	if *update {
+		require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
+		return
+	}
+	want, err := os.ReadFile(path)
+	require.NoError(t, err, "run go test -update to create it")
+	assert.Equal(t, string(want), got)
+}
+
+// goldenRegistry registers a fixed set of sources, which the text form shows
+// identically on every run inside a synctest bubble (its clock starts at
+// 2000-01-01 UTC).
+func goldenRegistry(t *testing.T) (*registry, []*fakeSource) {
+	r := newRegistry()
+	fakes := []*fakeSource{
+		newFake("db", Snapshot{Capacity: 8, InUse: 8, Waiters: 3, Joined: 3, Acquired: 100,
+			Holders: []Holder{
+				{Site: "report.go:41", Label: "nightly-report", Holders: 1, Units: 6, Age: 3 * time.Minute},
+				{Site: "query.go:12", Holders: 2, Units: 2, Age: 1500 * time.Millisecond},
+			},
+			WaitList: []Waiter{{Units: 2, Waited: 12 * time.Second}, {Units: 1}, {Units: 1}},
+			Details:  []Detail{{"queued", "3"}}}),
+		newFake("cache", Snapshot{Capacity: 4, InUse: 1, Available: 3, Acquired: 50, OldestHolder: 250 * time.Millisecond}),
+		newFake("cache", Snapshot{Capacity: 2, Broken: true, Cause: "shutting down"}),
+		newFake("", Snapshot{Capacity: 1, Available: 1}),
+	}
+	for _, f := range fakes {
+		t.Cleanup(registerPtr(r, f))
+	}
+	return r, fakes
+}
+
+func TestText_IndexMatchesGolden(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r, fakes := goldenRegistry(t)
+		h := newHandler(r)
+		get(t, h, "/d/?format=text")
+		time.Sleep(7 * time.Second) // nobody left db's wait list: its head waited at least this long
+		fakes[1].set(func(s *Snapshot) { s.Acquired += 35; s.TimedOut += 7; s.Shed += 14 })
+		_, _, body := get(t, h, "/d/?format=text")
+		golden(t, "index", body)
+		_, _, body = get(t, h, "/d/?format=text&sort=capacity&desc=1")
+		golden(t, "index-by-capacity", body)
+	})
+}
+
+func TestText_ObjectMatchesGolden(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r, _ := goldenRegistry(t)
+		h := newHandler(r)
+		get(t, h, "/d/1?format=text")
+		time.Sleep(7 * time.Second)
+		synctest.Wait() // the sampler's reading at 7s comes first
+		_, _, body := get(t, h, "/d/1?format=text")
+		golden(t, "object-stalled", body)
+		_, _, body = get(t, h, "/d/3?format=text")
+		golden(t, "object-broken", body)
+		outlastSampling(t, r)
+	})
+}
