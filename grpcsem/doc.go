@@ -81,16 +81,10 @@
 // ResourceExhausted and Unavailable are Dropped; Canceled and a panic are
 // Ignore. Semaphore and Admission ignore it.
 //
-// The adaptive limiter (package adaptive) plugs in as a third adapter, in its
-// own file beside semaphore.go and admission.go: a constructor
-// Adaptive(l *adaptive.Limiter) Limiter whose Admit calls l.Acquire(ctx) (ctx
-// is the call's, bounded by WithTimeout) and returns a Token around the
-// *adaptive.Call, whose Done maps the Outcome to adaptive.Success,
-// adaptive.Dropped or adaptive.Ignore and passes it to (*adaptive.Call).Done
-// (and calls Release too, should that package keep the sample and the release
-// apart). Its errors should wrap semaphore.ErrQueueFull (or ErrBroken) to get
-// the overload status and the pushback from the table above. Nothing in the
-// interceptors changes.
+// Adaptive(l) admits through an adaptive limiter (package adaptive), the
+// third adapter: the call's Outcome is the limiter's verdict, from which it
+// learns its limit, and its refusals wrap the core's sentinels like the
+// others', so the table above applies unchanged.
 //
 // # Decisions where the issue is silent, and differences from the anchors
 //
@@ -99,7 +93,7 @@
 //
 //   - One Limiter interface for every interceptor, server and client, rather than
 //     one constructor per kind of limit: the semaphore, the admission controller
-//     and a later adaptive limiter differ only in their adapter. The
+//     and the adaptive limiter differ only in their adapter. The
 //     go-grpc-middleware limiter is a yes/no Limit(ctx) error with nothing to
 //     give back; a Token is needed for concurrency, which is given back.
 //   - A refusal says when to retry (the pushback trailer), or that a retry is

@@ -1,0 +1,46 @@
+package grpcsem
+
+import (
+	"context"
+
+	"github.com/fairsem/semaphore/adaptive"
+)
+
+// Adaptive returns a Limiter that admits a call once l grants it a slot under
+// its current limit (FIFO, in the wait list of l's semaphore), and ends the
+// slot with the call's Outcome as l's verdict: Success, Dropped (the call ran
+// out of time or the backend was overloaded: DeadlineExceeded,
+// ResourceExhausted, Unavailable) or Ignore (cancelled, or the handler
+// panicked), from which l learns its limit.
+//
+// Admit fails as l.Acquire does. Adaptive panics if l is nil.
+func Adaptive(l *adaptive.Limiter) Limiter {
+	if l == nil {
+		panic("grpcsem: Adaptive(nil)")
+	}
+	return adaptiveLimiter{l}
+}
+
+type adaptiveLimiter struct{ l *adaptive.Limiter }
+
+func (a adaptiveLimiter) Admit(ctx context.Context, _ Call) (Token, error) {
+	c, err := a.l.Acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return callToken{c}, nil
+}
+
+// callToken ends its adaptive call with the verdict the call's outcome gives.
+type callToken struct{ c *adaptive.Call }
+
+func (t callToken) Done(o Outcome) {
+	switch o {
+	case Success:
+		t.c.Done(adaptive.Success)
+	case Dropped:
+		t.c.Done(adaptive.Dropped)
+	default:
+		t.c.Done(adaptive.Ignore)
+	}
+}

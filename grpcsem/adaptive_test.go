@@ -1,0 +1,74 @@
+package grpcsem_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/fairsem/semaphore"
+	"github.com/fairsem/semaphore/adaptive"
+	"github.com/fairsem/semaphore/grpcsem"
+	"github.com/fairsem/semaphore/grpcsem/internal/echo"
+)
+
+// Each Outcome reaches the adaptive limiter as the matching verdict, and every
+// call gives its slot back.
+func TestAdaptive_GivesTheCallsOutcomeAsTheVerdict(t *testing.T) {
+	sem := semaphore.New(1)
+	l := adaptive.New(sem, adaptive.NewAIMD(adaptive.AIMDConfig{InitialLimit: 4, MinLimit: 4, MaxLimit: 4}))
+	lim := grpcsem.Adaptive(l)
+	for _, o := range []grpcsem.Outcome{grpcsem.Success, grpcsem.Dropped, grpcsem.Ignore} {
+		tok, err := lim.Admit(t.Context(), grpcsem.Call{FullMethod: "/s/M"})
+		require.NoError(t, err)
+		assert.Equal(t, 1, l.InFlight())
+		tok.Done(o)
+		assert.Equal(t, 0, l.InFlight(), "the slot is given back when the call ends")
+	}
+	st := l.Stats()
+	assert.Equal(t, uint64(1), st.Succeeded)
+	assert.Equal(t, uint64(1), st.Dropped)
+	assert.Equal(t, uint64(1), st.Ignored)
+	assert.Equal(t, int64(4), sem.Available())
+}
+
+// A refusal is the limiter's own error, so the status table applies to it.
+func TestAdaptive_RefusesAsTheLimitersAcquire(t *testing.T) {
+	sem := semaphore.New(1, semaphore.WithMaxWaiters(0))
+	l := adaptive.New(sem, adaptive.NewAIMD(adaptive.AIMDConfig{InitialLimit: 1, MinLimit: 1, MaxLimit: 1}))
+	lim := grpcsem.Adaptive(l)
+	held, err := lim.Admit(t.Context(), grpcsem.Call{FullMethod: "/s/M"})
+	require.NoError(t, err)
+	_, err = lim.Admit(t.Context(), grpcsem.Call{FullMethod: "/s/M"})
+	require.ErrorIs(t, err, semaphore.ErrQueueFull)
+	held.Done(grpcsem.Ignore)
+	assert.PanicsWithValue(t, "grpcsem: Adaptive(nil)", func() { grpcsem.Adaptive(nil) })
+}
+
+// Behind the server interceptor, a handler's status is the limiter's verdict:
+// OK is a success, Unavailable a drop, on both transports.
+func TestAdaptive_ServerInterceptorTeachesTheLimiterFromEachCall(t *testing.T) {
+	for _, transport := range transports {
+		t.Run(transport, func(t *testing.T) {
+			l := adaptive.New(semaphore.New(1), adaptive.NewAIMD(adaptive.AIMDConfig{InitialLimit: 4, MinLimit: 4, MaxLimit: 4}))
+			svc := &service{unary: func(_ context.Context, in *echo.Message) (*echo.Message, error) {
+				if in.Text == "overloaded" {
+					return nil, status.Error(codes.Unavailable, "backend overloaded")
+				}
+				return in, nil
+			}}
+			cc := serve(t, transport, svc, serverLimit(grpcsem.Adaptive(l)))
+			_, err := echo.Call(t.Context(), cc, "hello")
+			require.NoError(t, err)
+			_, err = echo.Call(t.Context(), cc, "overloaded")
+			require.Equal(t, codes.Unavailable, status.Code(err))
+			st := l.Stats()
+			assert.Equal(t, uint64(1), st.Succeeded)
+			assert.Equal(t, uint64(1), st.Dropped)
+			assert.Equal(t, 0, st.InFlight)
+		})
+	}
+}
