@@ -220,3 +220,21 @@ func (h *holder) where() string {
 		return h.label + " (" + site + ")"
 	}
 }
+
+// agesLocked returns how long the head waiter has waited and the age of the
+// oldest Units holding units, 0 for none; sem.mu must be held. Lock order: sem.mu,
+// then d.mu, as in Diagnostics.
+func (d *diagnostics) agesLocked() (headWait, oldestHolder time.Duration) {
+	now := time.Since(epoch)
+	if head := d.sem.head; head != nil {
+		headWait = now - d.joined[head]
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for h := d.head; h != nil; h = h.next {
+		if h.u.Value().Count() > 0 { // Count is 0 for a collected (nil) Units
+			oldestHolder = max(oldestHolder, now-h.since)
+		}
+	}
+	return headWait, oldestHolder
+}

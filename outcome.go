@@ -341,11 +341,17 @@ type Stats struct {
 	Cancelled           uint64        // waits whose context was cancelled (a deadline counts as TimedOut)
 	Rejected            uint64        // calls failed with ErrTooLarge or ErrQueueFull
 	WaitTime            time.Duration // total time spent in the wait list by all waiters, granted or not
+
+	// Known with holder tracking only (WithHolderTracking, or an option that
+	// implies it); 0 without it.
+	HeadWait     time.Duration // how long the head waiter has waited; 0 when nobody waits
+	OldestHolder time.Duration // the age of the oldest Units holding units; 0 when none does
 }
 
 // Stats returns a snapshot of the semaphore's state and counters. Capacity,
-// Available and the grant counts are read together; the other fields are read one
-// at a time, so under concurrent use they may be from slightly different instants.
+// Available, the grant counts and the ages are read together; the other fields are
+// read one at a time, so under concurrent use they may be from slightly different
+// instants. With holder tracking it costs O(holders), as Diagnostics does.
 func (s *Semaphore) Stats() Stats {
 	s.mu.Lock()
 	// The capacity and the units together, under mu, where Resize changes both.
@@ -356,6 +362,10 @@ func (s *Semaphore) Stats() Stats {
 	if x != nil {
 		queued, granted = x.queued, x.granted
 	}
+	var headWait, oldestHolder time.Duration
+	if s.diag != nil {
+		headWait, oldestHolder = s.diag.agesLocked()
+	}
 	s.mu.Unlock()
 	stats := Stats{
 		Name:                s.Name(),
@@ -364,6 +374,8 @@ func (s *Semaphore) Stats() Stats {
 		Acquired:            immediate + granted,
 		AcquiredImmediately: immediate,
 		Queued:              queued,
+		HeadWait:            headWait,
+		OldestHolder:        oldestHolder,
 	}
 	if x != nil {
 		stats.Waiters = int(x.waiters.Load())

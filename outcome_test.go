@@ -391,3 +391,34 @@ func TestStats_CapacityAndAvailableAreReadTogether(t *testing.T) {
 		require.LessOrEqual(t, st.Available, st.Capacity, "Stats %+v", st)
 	}
 }
+
+// With holder tracking, Stats tells how long the head waiter has waited and how
+// old the oldest holder is; without it both are 0.
+func TestStats_HeadWaitAndOldestHolderWithTracking(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := semaphore.New(2, semaphore.WithHolderTracking())
+		u, err := s.AcquireUnits(context.Background(), 2)
+		require.NoError(t, err)
+		time.Sleep(3 * time.Second)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error)
+		go func() { done <- s.Acquire(ctx, 1) }()
+		synctest.Wait()
+		time.Sleep(2 * time.Second)
+		st := s.Stats()
+		assert.Equal(t, 2*time.Second, st.HeadWait)
+		assert.Equal(t, 5*time.Second, st.OldestHolder)
+		cancel()
+		require.ErrorIs(t, <-done, context.Canceled)
+		u.Release()
+		st = s.Stats()
+		assert.Zero(t, st.HeadWait, "nobody waits")
+		assert.Zero(t, st.OldestHolder, "nobody holds")
+
+		plain := semaphore.New(1)
+		require.NoError(t, plain.Acquire(context.Background(), 1))
+		time.Sleep(time.Second)
+		assert.Zero(t, plain.Stats().OldestHolder, "not tracked")
+		plain.Release(1)
+	})
+}

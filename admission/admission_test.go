@@ -714,3 +714,21 @@ func TestState_Names(t *testing.T) {
 		assert.Equal(t, name, s.String())
 	}
 }
+
+// Err and Stats.Broken report the break as a semaphore's do: nil and false until
+// Break, then an error that names the controller and matches semaphore.ErrBroken
+// and the cause.
+func TestErr_ReportsTheBreakLikeTheSemaphores(t *testing.T) {
+	c := admission.New(admission.Resources{Count: 1}, admission.WithName("reads"))
+	require.NoError(t, c.Err())
+	assert.False(t, c.Stats().Broken)
+	cause := errors.New("shutting down")
+	c.Break(cause)
+	err := c.Err()
+	require.ErrorIs(t, err, semaphore.ErrBroken)
+	require.ErrorIs(t, err, cause)
+	assert.Equal(t, `admission "reads": broken: shutting down`, err.Error())
+	assert.True(t, c.Stats().Broken)
+	var zero admission.Controller
+	assert.Panics(t, func() { _ = zero.Err() })
+}

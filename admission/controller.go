@@ -183,6 +183,17 @@ func (c *Controller) Break(err error) {
 	c.breakLocked(err)
 }
 
+// Err returns nil until Break, and then an error matching semaphore.ErrBroken and
+// the error passed to Break, as a semaphore's Err does.
+func (c *Controller) Err() error {
+	c.lock()
+	defer c.unlock()
+	if c.broken == nil {
+		return nil
+	}
+	return fmt.Errorf("%s: %w", c.label(), c.broken)
+}
+
 func (c *Controller) breakLocked(err error) {
 	if c.broken != nil {
 		return

@@ -5,6 +5,7 @@ package admission
 // moment.
 type Stats struct {
 	Name   string
+	Broken bool // Break was called (Group.Remove breaks the member)
 	Limits Resources
 	Used   Resources // held by permits now; may exceed Limits
 	// Borrowed is the memory a group member holds beyond its share (Limits.Memory),
@@ -42,6 +43,7 @@ func (c *Controller) Stats() Stats {
 
 func (c *Controller) statsLocked() Stats {
 	st := c.stats
+	st.Broken = c.broken != nil
 	st.Limits = c.limits
 	st.Used = c.usedLocked()
 	if c.group != nil {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/fairsem/semaphore"
 	"github.com/fairsem/semaphore/admission"
+	"github.com/fairsem/semaphore/keyed"
 )
 
 // sourceOf adapts x to a Source: a Source as it is, and the limiters of this
@@ -20,13 +21,15 @@ func sourceOf(x any) (Source, bool) {
 		return controllerSource{v}, true
 	case *admission.Group:
 		return groupSource{v}, true
+	case *keyed.Set:
+		return keyedSource{v}, true
 	}
 	return nil, false
 }
 
-// semaphoreSource shows a core semaphore. Stats tells neither the head waiter's
-// wait nor the holders, so HeadWait is the page's own bound (see Snapshot.Joined)
-// and the holders are in the Diagnostics dump.
+// semaphoreSource shows a core semaphore. With holder tracking its Stats tell the
+// head waiter's wait and the oldest holder's age; without it HeadWait is the
+// page's own bound (see Snapshot.Joined). The holders are in the Diagnostics dump.
 type semaphoreSource struct{ s *semaphore.Semaphore }
 
 func (a semaphoreSource) Name() string                    { return a.s.Name() }
@@ -41,10 +44,13 @@ func (a semaphoreSource) Snapshot() Snapshot {
 		Available: st.Available,
 		Waiters:   st.Waiters,
 		Joined:    st.Queued,
+		HeadWait:  st.HeadWait,
 		Broken:    st.Broken,
 		Acquired:  st.Acquired,
 		TimedOut:  st.TimedOut,
 		Shed:      st.Rejected,
+
+		OldestHolder: st.OldestHolder,
 		Details: []Detail{
 			{"acquired at once", strconv.FormatUint(st.AcquiredImmediately, 10)},
 			{"queued", strconv.FormatUint(st.Queued, 10)},
@@ -61,17 +67,24 @@ func (a semaphoreSource) Snapshot() Snapshot {
 }
 
 // controllerSource shows an admission controller by its count resource; memory
-// is among the details. admission.Stats does not say whether Break was called,
-// so Broken stays false and a detail says that it is not known.
+// is among the details.
 type controllerSource struct{ c *admission.Controller }
 
 func (a controllerSource) Name() string                    { return a.c.Stats().Name }
 func (a controllerSource) Kind() string                    { return "admission controller" }
 func (a controllerSource) Diagnostics(maxLines int) string { return a.c.Diagnostics(maxLines) }
-func (a controllerSource) Snapshot() Snapshot              { return controllerSnapshot(a.c.Stats()) }
+
+func (a controllerSource) Snapshot() Snapshot {
+	snap := controllerSnapshot(a.c.Stats())
+	if err := a.c.Err(); err != nil {
+		snap.Cause = err.Error()
+	}
+	return snap
+}
 
 func controllerSnapshot(st admission.Stats) Snapshot {
 	return Snapshot{
+		Broken:    st.Broken,
 		Capacity:  st.Limits.Count,
 		InUse:     st.Used.Count,
 		Available: max(st.Limits.Count-st.Used.Count, 0),
@@ -88,7 +101,6 @@ func controllerSnapshot(st admission.Stats) Snapshot {
 			{"permits needing CPU", strconv.Itoa(st.NeedCPUPermits)},
 			{"killed", strconv.FormatUint(st.Killed, 10)},
 			{"evictions", strconv.FormatUint(st.PermitEvictions+st.TimeEvictions, 10)},
-			{"broken", "not reported by admission's Stats"},
 		},
 	}
 }
@@ -113,14 +125,47 @@ func (a groupSource) Snapshot() Snapshot {
 		snap.Acquired += ms.Acquired
 		snap.TimedOut += ms.TimedOut
 		snap.Shed += ms.Shed
-		snap.Details = append(snap.Details, Detail{
-			"member " + strconv.Quote(m.Name),
-			fmt.Sprintf("%d shares, count %d/%d, %d queued", m.Shares, m.Used.Count, m.Limits.Count, m.Queued),
-		})
+		member := fmt.Sprintf("%d shares, count %d/%d, %d queued", m.Shares, m.Used.Count, m.Limits.Count, m.Queued)
+		if ms.Broken {
+			member += ", broken"
+		}
+		snap.Details = append(snap.Details, Detail{"member " + strconv.Quote(m.Name), member})
 	}
 	snap.Details = append(snap.Details,
 		Detail{"memory", fmt.Sprintf("%d bytes, pool %d, lent %d", gs.Total.Memory, gs.Pool, gs.Borrowed)},
-		Detail{"bottleneck", gs.Bottleneck},
-		Detail{"broken", "not reported by admission's Stats"})
+		Detail{"bottleneck", gs.Bottleneck})
+	return snap
+}
+
+// keyedSource shows a keyed set by its units held over every key; its global
+// semaphore, shared with others, can be registered on its own.
+type keyedSource struct{ s *keyed.Set }
+
+func (a keyedSource) Name() string                    { return a.s.Name() }
+func (a keyedSource) Kind() string                    { return "keyed set" }
+func (a keyedSource) Diagnostics(maxLines int) string { return a.s.Diagnostics(maxLines) }
+
+func (a keyedSource) Snapshot() Snapshot {
+	st := a.s.Stats()
+	snap := Snapshot{
+		InUse:    st.Held,
+		Waiters:  st.Waiting,
+		Broken:   st.Broken,
+		Acquired: st.Acquired,
+		TimedOut: st.TimedOut,
+		Shed:     st.Rejected,
+		Details: []Detail{
+			{"active keys", strconv.Itoa(st.Keys)},
+			{"cancelled", strconv.FormatUint(st.Cancelled, 10)},
+		},
+	}
+	if g := a.s.Global(); g != nil {
+		snap.Capacity = g.Capacity()
+		snap.Available = g.Available()
+		snap.Details = append(snap.Details, Detail{"global semaphore", g.String()})
+	}
+	if err := a.s.Err(); err != nil {
+		snap.Cause = err.Error()
+	}
 	return snap
 }

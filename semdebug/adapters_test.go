@@ -7,6 +7,7 @@ import (
 
 	"github.com/fairsem/semaphore"
 	"github.com/fairsem/semaphore/admission"
+	"github.com/fairsem/semaphore/keyed"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -63,4 +64,37 @@ func TestGroupSource_SumsTheMembers(t *testing.T) {
 	assert.Equal(t, uint64(2), snap.Acquired)
 	assert.Contains(t, snap.Details, Detail{`member "a"`, "1 shares, count 1/2, 0 queued"})
 	assert.Contains(t, src.Diagnostics(10), "all")
+}
+
+// A keyed set is shown by what it holds over all keys, with its global
+// semaphore's capacity, and its break.
+func TestSourceOf_KeyedSetShowsHeldUnitsAndTheGlobalsCapacity(t *testing.T) {
+	global := semaphore.New(8, semaphore.WithName("uploads-all"))
+	set := keyed.New(2, keyed.WithName("uploads"), keyed.WithGlobal(global))
+	u, err := set.Acquire(context.Background(), "alice", 2)
+	require.NoError(t, err)
+	src, ok := sourceOf(set)
+	require.True(t, ok)
+	assert.Equal(t, "uploads", src.Name())
+	assert.Equal(t, "keyed set", src.Kind())
+	snap := src.Snapshot()
+	assert.Equal(t, int64(2), snap.InUse)
+	assert.Equal(t, int64(8), snap.Capacity)
+	assert.Equal(t, int64(6), snap.Available)
+	u.Release()
+	set.Break(errors.New("closing"))
+	snap = src.Snapshot()
+	assert.True(t, snap.Broken)
+	assert.Contains(t, snap.Cause, "closing")
+}
+
+// An admission controller's break shows on the page, with its cause.
+func TestSourceOf_ControllerShowsItsBreak(t *testing.T) {
+	c := admission.New(admission.Resources{Count: 1}, admission.WithName("reads"))
+	src, _ := sourceOf(c)
+	assert.False(t, src.Snapshot().Broken)
+	c.Break(errors.New("closing"))
+	snap := src.Snapshot()
+	assert.True(t, snap.Broken)
+	assert.Equal(t, `admission "reads": broken: closing`, snap.Cause)
 }

@@ -1,6 +1,6 @@
 // Package semdebug serves a live debug page of the limiters in a process, in the
 // line of net/http/pprof and golang.org/x/net/trace: for every registered
-// semaphore, admission controller, admission group or other Source, who holds
+// semaphore, admission controller, admission group, keyed set or other Source, who holds
 // what, who waits and for how long, which ones are stalled, and how that changed
 // over the last minutes.
 //
@@ -48,18 +48,19 @@
 //     reused, which its page's path carries. The page names an object by its
 //     name when no other registered object has it and it holds no '#', and as
 //     name#id otherwise, so no two objects ever show the same key.
-//   - The core's Stats tells neither the head waiter's wait nor the oldest
-//     holder's age. The page parses nothing out of the Diagnostics text; it
-//     derives a lower bound of the head's wait from successive readings of
-//     Waiters and Snapshot.Joined (if no waiter left between two readings, the
-//     head of the first is still the head), shown as ">=". A Source that knows
-//     the exact wait reports it in Snapshot.HeadWait.
+//   - A core semaphore knows its head waiter's wait and its oldest holder's age
+//     only with holder tracking (Stats.HeadWait, Stats.OldestHolder). Without
+//     it the page, which parses nothing out of the Diagnostics text, derives a
+//     lower bound of the head's wait from successive readings of Waiters and
+//     Snapshot.Joined (if no waiter left between two readings, the head of the
+//     first is still the head), shown as ">=". Any Source that knows the exact
+//     wait reports it in Snapshot.HeadWait.
 //   - Rates are computed between readings at least a second apart, so two
 //     viewers refreshing together do not turn them into noise.
 //   - An admission controller shows its count resource as capacity and in use;
-//     memory is among its details. A group shows the sums over its members.
-//     admission's Stats does not report Break, so neither shows as broken; its
-//     page says so.
+//     memory is among its details. A group shows the sums over its members, and
+//     which of them are broken. A keyed set shows its units held over every
+//     key, and its global semaphore's capacity when it has one.
 //   - Registering an object twice shows it once, until both registrations are
 //     undone. Only pointers can be registered, since only they can be held
 //     weakly.

@@ -181,11 +181,34 @@ func TestHandler_ShowsARealSemaphoresHoldersAndStall(t *testing.T) {
 		time.Sleep(2 * time.Second)
 		_, _, body := get(t, h, "/d/?format=text")
 		assert.Contains(t, body, "STALLED  1")
-		assert.Contains(t, body, ">=2s")
+		assert.Regexp(t, `1 +2s +2s +no`, body, "with holder tracking the head wait and the holder's age are exact")
 		_, _, body = get(t, h, "/d/1")
 		assert.Contains(t, body, `id="stalled"`)
 		assert.Contains(t, body, "nightly-report (handler_test.go:")
 		u.Release()
+		require.NoError(t, <-done)
+		s.Release(1)
+		outlastSampling(t, r)
+	})
+}
+
+// Without holder tracking the semaphore does not know its head's wait: the page
+// shows the lower bound it has watched, and no holder's age.
+func TestHandler_UntrackedSemaphoreShowsTheWatchedLowerBound(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRegistry()
+		s := semaphore.New(1, semaphore.WithName("db"))
+		defer registerPtr(r, s)()
+		require.NoError(t, s.Acquire(context.Background(), 1))
+		done := make(chan error)
+		go func() { done <- s.Acquire(context.Background(), 1) }()
+		synctest.Wait()
+		h := newHandler(r, WithStallThreshold(time.Second))
+		get(t, h, "/d/")
+		time.Sleep(2 * time.Second)
+		_, _, body := get(t, h, "/d/?format=text")
+		assert.Contains(t, body, ">=2s")
+		s.Release(1)
 		require.NoError(t, <-done)
 		s.Release(1)
 		outlastSampling(t, r)
