@@ -95,12 +95,14 @@ func (s *Weighted) acquireExact(ctx context.Context, n int64) error {
 	}
 	done := ctx.Done()
 	s.mu.Lock()
-	select {
-	case <-done:
-		// Done before the call could be granted, even if n units are free.
-		s.mu.Unlock()
-		return ctx.Err()
-	default:
+	if done != nil { // a context that is never done skips the select
+		select {
+		case <-done:
+			// Done before the call could be granted, even if n units are free.
+			s.mu.Unlock()
+			return ctx.Err()
+		default:
+		}
 	}
 	if n <= s.size-s.cur && s.waiters.head == nil {
 		s.cur += n
