@@ -31,6 +31,13 @@ func NewWeighted(n int64) *Weighted {
 	if n < 0 {
 		panic("semaphore: NewWeighted(" + strconv.FormatInt(n, 10) + "): negative size")
 	}
+	// Up to MaxUnits the core counts the caller's units one for one (capacity
+	// n, every request and release passed unchanged), so any split of acquires
+	// and releases sums exactly, and its FIFO wait list and its handling of a
+	// cancellation racing a grant are x/sync's rules. Its over-release check
+	// compares n with what is out before adding, so even a Release far above the
+	// size panics without changing anything. Larger sizes go to the exact path;
+	// exact.go says why they cannot use the core.
 	if n > core.MaxUnits {
 		return &Weighted{size: n}
 	}
