@@ -30,14 +30,28 @@
 //     returns ctx.Err() and the units are handed on.
 //   - TryAcquire never blocks and never jumps the queue.
 //   - Release panics when it would release more than is held.
+//   - Every size from 0 to math.MaxInt64 is counted exactly, unit for unit, and
+//     requests and releases may be split any way x/sync accepts: an Acquire(2)
+//     may be given back as two Release(1), three Acquire(1) as one Release(3).
+//   - The zero Weighted is a semaphore of size 0, as in x/sync: it grants only
+//     n = 0, and a larger request waits for its context.
 //
-// # What is faster
+// # Sizes, and what is faster
 //
-// The core's uncontended Acquire and Release are one atomic operation each
-// instead of a mutex lock and unlock, and a blocked Acquire allocates nothing
-// with a context that is never done and one channel otherwise (its wait-list
-// nodes are pooled), where x/sync allocates a list element and a channel. The
-// benchmarks in bench_test.go run both side by side.
+// A size up to the core's MaxUnits (2^44-1, about 1.8e13) runs on the core,
+// which counts it exactly: its uncontended Acquire and Release are one atomic
+// operation each instead of a mutex lock and unlock, and a blocked Acquire
+// allocates nothing with a context that is never done and one channel otherwise
+// (its wait-list nodes are pooled), where x/sync allocates a list element and a
+// channel. The benchmarks in bench_test.go run both side by side.
+//
+// A larger size, such as math.MaxInt64 used to mean "no limit", and the zero
+// Weighted run on an exact count kept by this package under a mutex, with its
+// own FIFO list of waiters and x/sync's rules, at about x/sync's speed (a
+// blocked Acquire allocates its list node and a channel). The core cannot count
+// such a size, and no scaling of it to the core's range is exact: counting in
+// blocks of several units rounds, and the rounding of calls split differently
+// does not add up.
 //
 // # When to move to the full API
 //
@@ -48,7 +62,7 @@
 // context, a bounded wait list (WithMaxWaiters), Resize, Consume, Stats, or
 // Units that release themselves idempotently.
 //
-// # Deliberate differences from x/sync
+// # Decisions and differences from x/sync
 //
 // x/sync leaves these cases undocumented; this package takes a side:
 //
@@ -57,18 +71,18 @@
 //     count (a negative Acquire creates units).
 //   - Release's panic on over-release happens before anything changes, so the
 //     semaphore stays usable by whoever recovers; x/sync's count is already
-//     wrong when it panics. The panic message names the core semaphore and the
-//     value instead of x/sync's fixed "semaphore: released more than held".
-//   - Sizes up to half the core's MaxUnits (2^44-1, about 1.7e13) are
-//     accounted exactly. A larger size, such as math.MaxInt64 used to mean "no
-//     limit", is accounted in blocks of ceil(size/(2^44-1)) units, each request
-//     rounded up to whole blocks. Acquire(size) still excludes everyone else and n = 0 still costs
-//     nothing; only sums of requests within one block of the size can be
-//     decided differently from x/sync (granted or made to wait).
+//     wrong when it panics. The panic message names the semaphore (the core's,
+//     or the size on the exact path) and the value instead of x/sync's fixed
+//     "semaphore: released more than held".
 //   - When a waiter at the head of the queue gives up while every unit is
-//     taken, the n = 0 waiters right behind it are granted at once. x/sync
-//     looks at the queue only when units are free, so they stay blocked until
-//     the next Release.
-//   - A Weighted must be created with NewWeighted; its zero value is not usable
-//     (x/sync's zero value is a semaphore of size 0, which admits only n = 0).
+//     taken, the n = 0 waiters right behind it are granted at once, on both
+//     paths. x/sync looks at the queue only when units are free, so they stay
+//     blocked until the next Release.
+//   - The zero Weighted is usable, as x/sync's is, rather than a panic that
+//     names NewWeighted: it costs the core's path nothing, since the check that
+//     sends a Weighted without a core to the exact path is the one that sends
+//     sizes above MaxUnits there.
+//   - The paths part at the core's MaxUnits, not lower: the core compares a
+//     Release's n with what is out before adding it, so a Release of any n is
+//     safe at every size the core can hold.
 package semaphore

@@ -3,6 +3,7 @@ package semaphore
 import (
 	"context"
 	"strconv"
+	"sync"
 
 	core "github.com/fairsem/semaphore"
 )
@@ -11,19 +12,18 @@ import (
 // The callers can request access with a given weight.
 //
 // It is golang.org/x/sync/semaphore.Weighted's API on the strict-FIFO core of
-// github.com/fairsem/semaphore. All methods are safe for concurrent use.
+// github.com/fairsem/semaphore. All methods are safe for concurrent use. The zero
+// value is a semaphore of size 0, as in x/sync: it grants only n = 0.
 type Weighted struct {
-	// All fields are fixed after NewWeighted.
-	size  int64           // the size given to NewWeighted, in caller units
-	block int64           // caller units per core unit: 1 unless size > exactSize
-	sem   *core.Semaphore // capacity ceil(size/block) <= exactSize
-}
+	// Fixed after NewWeighted.
+	size int64           // the size given to NewWeighted, in caller units; 0 in the zero value
+	sem  *core.Semaphore // capacity size when size <= core.MaxUnits; nil above, and in the zero value
 
-// exactSize is the largest size accounted unit for unit. It is half the core's
-// range so that no Release, even an over-release of up to the size, can carry
-// the core's count past its range: the panic for over-release needs the sum of
-// what is free and what is released to be representable.
-const exactSize = core.MaxUnits / 2
+	// The exact path (exact.go), used when sem is nil. Guarded by mu.
+	mu      sync.Mutex
+	cur     int64      // units held, in [0, size]
+	waiters waiterList // Acquire calls waiting, in arrival order; none is granted while they wait
+}
 
 // NewWeighted creates a new weighted semaphore with the given maximum combined
 // weight for concurrent access. It panics if n is negative.
@@ -31,11 +31,17 @@ func NewWeighted(n int64) *Weighted {
 	if n < 0 {
 		panic("semaphore: NewWeighted(" + strconv.FormatInt(n, 10) + "): negative size")
 	}
-	block := int64(1)
-	if n > exactSize {
-		block = ceilDiv(n, exactSize)
+	// Up to MaxUnits the core counts the caller's units one for one (capacity
+	// n, every request and release passed unchanged), so any split of acquires
+	// and releases sums exactly, and its FIFO wait list and its handling of a
+	// cancellation racing a grant are x/sync's rules. Its over-release check
+	// compares n with what is out before adding, so even a Release far above the
+	// size panics without changing anything. Larger sizes go to the exact path;
+	// exact.go says why they cannot use the core.
+	if n > core.MaxUnits {
+		return &Weighted{size: n}
 	}
-	return &Weighted{size: n, block: block, sem: core.New(ceilDiv(n, block))}
+	return &Weighted{size: n, sem: core.New(n)}
 }
 
 // Acquire acquires the semaphore with a weight of n, blocking until resources
@@ -48,11 +54,14 @@ func NewWeighted(n int64) *Weighted {
 // forever with a context that is never done, and returns ctx.Err(). Acquire
 // panics if n is negative.
 func (s *Weighted) Acquire(ctx context.Context, n int64) error {
+	if s.sem == nil {
+		return s.acquireExact(ctx, n)
+	}
 	if n > s.size {
 		<-ctx.Done()
 		return ctx.Err()
 	}
-	err := s.sem.Acquire(ctx, s.units(n))
+	err := s.sem.Acquire(ctx, n)
 	if err == nil {
 		return nil
 	}
@@ -71,34 +80,19 @@ func (s *Weighted) Acquire(ctx context.Context, n int64) error {
 // never jumps the queue), and when n is larger than the size. It panics if n is
 // negative.
 func (s *Weighted) TryAcquire(n int64) bool {
-	return n <= s.size && s.sem.TryAcquire(s.units(n))
+	if s.sem == nil {
+		return s.tryAcquireExact(n)
+	}
+	return n <= s.size && s.sem.TryAcquire(n)
 }
 
 // Release releases the semaphore with a weight of n, and grants the waiters at
 // the head of the queue that now fit, in order. It never blocks. It panics,
 // changing nothing, if n is negative or if it would release more than is held.
 func (s *Weighted) Release(n int64) {
-	if n > s.size {
-		panic("semaphore: Release(" + strconv.FormatInt(n, 10) + "): released more than held (size " +
-			strconv.FormatInt(s.size, 10) + ")")
+	if s.sem == nil {
+		s.releaseExact(n)
+		return
 	}
-	s.sem.Release(s.units(n))
-}
-
-// units converts n caller units to core units, rounding up to whole blocks.
-// Negative n passes through unchanged so that the core panics with its message.
-func (s *Weighted) units(n int64) int64 {
-	if s.block == 1 || n < 0 {
-		return n
-	}
-	return ceilDiv(n, s.block)
-}
-
-// ceilDiv returns ceil(a/b) for a >= 0, b > 0, without overflowing.
-func ceilDiv(a, b int64) int64 {
-	q := a / b
-	if a%b != 0 {
-		q++
-	}
-	return q
+	s.sem.Release(n)
 }
