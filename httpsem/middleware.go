@@ -25,8 +25,8 @@ func Limit(s *semaphore.Semaphore, opts ...Option) func(http.Handler) http.Handl
 		panic("httpsem: Limit(nil)")
 	}
 	c := newConfig(opts)
-	if c.op != nil || c.memory != nil {
-		panic("httpsem: WithOp and WithMemory apply to Admit, not Limit")
+	if c.op != nil || c.memory != nil || c.dropped != nil {
+		panic("httpsem: WithOp and WithMemory apply to Admit, WithDropped to Adaptive, not Limit")
 	}
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -69,8 +69,8 @@ func Admit(ctrl *admission.Controller, opts ...Option) func(http.Handler) http.H
 		panic("httpsem: Admit(nil)")
 	}
 	c := newConfig(opts)
-	if c.weight != nil {
-		panic("httpsem: WithWeight applies to Limit, not Admit")
+	if c.weight != nil || c.dropped != nil {
+		panic("httpsem: WithWeight applies to Limit, WithDropped to Adaptive, not Admit")
 	}
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

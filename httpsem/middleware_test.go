@@ -284,19 +284,21 @@ func TestOptions_InvalidValuesPanic(t *testing.T) {
 	sem := semaphore.New(1)
 	ctrl := admission.New(admission.Resources{Count: 1}, admission.WithName("test"))
 	for name, f := range map[string]func(){
-		"WithTimeout(0)":        func() { httpsem.WithTimeout(0) },
-		"WithTimeout(-1)":       func() { httpsem.WithTimeout(-1) },
-		"WithRetryAfter(-1)":    func() { httpsem.WithRetryAfter(-1) },
-		"WithStatus(200)":       func() { httpsem.WithStatus(http.StatusOK) },
-		"WithStatus(500)":       func() { httpsem.WithStatus(http.StatusInternalServerError) },
-		"WithWeight(nil)":       func() { httpsem.WithWeight(nil) },
-		"WithOp(nil)":           func() { httpsem.WithOp(nil) },
-		"WithMemory(nil)":       func() { httpsem.WithMemory(nil) },
-		"Limit(nil)":            func() { httpsem.Limit(nil) },
-		"Admit(nil)":            func() { httpsem.Admit(nil) },
-		"Limit with WithOp":     func() { httpsem.Limit(sem, httpsem.WithOp(func(*http.Request) string { return "" })) },
-		"Limit with WithMemory": func() { httpsem.Limit(sem, httpsem.WithMemory(func(*http.Request) int64 { return 0 })) },
-		"Admit with WithWeight": func() { httpsem.Admit(ctrl, httpsem.WithWeight(func(*http.Request) int64 { return 1 })) },
+		"WithTimeout(0)":         func() { httpsem.WithTimeout(0) },
+		"WithTimeout(-1)":        func() { httpsem.WithTimeout(-1) },
+		"WithRetryAfter(-1)":     func() { httpsem.WithRetryAfter(-1) },
+		"WithStatus(200)":        func() { httpsem.WithStatus(http.StatusOK) },
+		"WithStatus(500)":        func() { httpsem.WithStatus(http.StatusInternalServerError) },
+		"WithWeight(nil)":        func() { httpsem.WithWeight(nil) },
+		"WithOp(nil)":            func() { httpsem.WithOp(nil) },
+		"WithMemory(nil)":        func() { httpsem.WithMemory(nil) },
+		"Limit(nil)":             func() { httpsem.Limit(nil) },
+		"Admit(nil)":             func() { httpsem.Admit(nil) },
+		"Limit with WithOp":      func() { httpsem.Limit(sem, httpsem.WithOp(func(*http.Request) string { return "" })) },
+		"Limit with WithMemory":  func() { httpsem.Limit(sem, httpsem.WithMemory(func(*http.Request) int64 { return 0 })) },
+		"Admit with WithWeight":  func() { httpsem.Admit(ctrl, httpsem.WithWeight(func(*http.Request) int64 { return 1 })) },
+		"Limit with WithDropped": func() { httpsem.Limit(sem, httpsem.WithDropped(func(int) bool { return false })) },
+		"Admit with WithDropped": func() { httpsem.Admit(ctrl, httpsem.WithDropped(func(int) bool { return false })) },
 	} {
 		assert.Panics(t, f, name)
 	}

@@ -6,7 +6,8 @@ import (
 	"time"
 )
 
-// An Option configures Limit or Admit.
+// An Option configures Limit, Admit or Adaptive. An option that does not apply
+// to the middleware it is given to makes it panic.
 type Option func(*config)
 
 // config is fixed once the middleware is built.
