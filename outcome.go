@@ -218,6 +218,21 @@ func (s *Semaphore) label() string {
 	return fmt.Sprintf("unnamed semaphore %p", s)
 }
 
+// checkUse panics for the programmer errors every acquire form checks first: a zero
+// Semaphore, and a negative request.
+func (s *Semaphore) checkUse(op string, n int64) {
+	if s.opts == nil { // isZero, here so that the acquire path stays in three files
+		panic(errZeroValue)
+	}
+	if n < 0 {
+		s.panicf("%s(%d): negative units", op, n)
+	}
+}
+
+// errZeroValue is the panic of every method of a zero Semaphore that takes,
+// returns or waits for units.
+const errZeroValue = "semaphore: zero Semaphore: create it with New"
+
 // panicf reports a programmer error: the message names the semaphore and the value.
 func (s *Semaphore) panicf(format string, args ...any) {
 	panic(s.label() + ": " + fmt.Sprintf(format, args...))

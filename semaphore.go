@@ -113,21 +113,6 @@ func New(capacity int64, opts ...Option) *Semaphore {
 // opts, which is fixed from then on.
 func (s *Semaphore) isZero() bool { return s.opts == nil }
 
-// checkUse panics for the programmer errors every acquire form checks first: a zero
-// Semaphore, and a negative request.
-func (s *Semaphore) checkUse(op string, n int64) {
-	if s.isZero() {
-		panic(errZeroValue)
-	}
-	if n < 0 {
-		s.panicf("%s(%d): negative units", op, n)
-	}
-}
-
-// errZeroValue is the panic of every method of a zero Semaphore that takes,
-// returns or waits for units.
-const errZeroValue = "semaphore: zero Semaphore: create it with New"
-
 // Capacity returns the current capacity.
 func (s *Semaphore) Capacity() int64 { return s.capacity.Load() }
 
