@@ -31,16 +31,7 @@ func (a adaptiveLimiter) Admit(ctx context.Context, _ Call) (Token, error) {
 	return callToken{c}, nil
 }
 
-// callToken ends its adaptive call with the verdict the call's outcome gives.
+// callToken ends its adaptive call with the call's outcome as the verdict.
 type callToken struct{ c *adaptive.Call }
 
-func (t callToken) Done(o Outcome) {
-	switch o {
-	case Success:
-		t.c.Done(adaptive.Success)
-	case Dropped:
-		t.c.Done(adaptive.Dropped)
-	default:
-		t.c.Done(adaptive.Ignore)
-	}
-}
+func (t callToken) Done(o adaptive.Outcome) { t.c.Done(o) }

@@ -21,7 +21,7 @@ func TestAdaptive_GivesTheCallsOutcomeAsTheVerdict(t *testing.T) {
 	sem := semaphore.New(1)
 	l := adaptive.New(sem, adaptive.NewAIMD(adaptive.AIMDConfig{InitialLimit: 4, MinLimit: 4, MaxLimit: 4}))
 	lim := grpcsem.Adaptive(l)
-	for _, o := range []grpcsem.Outcome{grpcsem.Success, grpcsem.Dropped, grpcsem.Ignore} {
+	for _, o := range []adaptive.Outcome{adaptive.Success, adaptive.Dropped, adaptive.Ignore} {
 		tok, err := lim.Admit(t.Context(), grpcsem.Call{FullMethod: "/s/M"})
 		require.NoError(t, err)
 		assert.Equal(t, 1, l.InFlight())
@@ -44,7 +44,7 @@ func TestAdaptive_RefusesAsTheLimitersAcquire(t *testing.T) {
 	require.NoError(t, err)
 	_, err = lim.Admit(t.Context(), grpcsem.Call{FullMethod: "/s/M"})
 	require.ErrorIs(t, err, semaphore.ErrQueueFull)
-	held.Done(grpcsem.Ignore)
+	held.Done(adaptive.Ignore)
 	assert.PanicsWithValue(t, "grpcsem: Adaptive(nil)", func() { grpcsem.Adaptive(nil) })
 }
 

@@ -2,6 +2,7 @@ package grpcsem_test
 
 import (
 	"context"
+	"github.com/fairsem/semaphore/adaptive"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -18,7 +19,7 @@ func TestAdmission_AdmitsUnderTheMethodWithTheEstimate(t *testing.T) {
 	require.NoError(t, err)
 	st := ctrl.Stats()
 	assert.Equal(t, admission.Resources{Count: 1, Memory: 4}, st.Used)
-	tok.Done(grpcsem.Success)
+	tok.Done(adaptive.Success)
 	assert.True(t, ctrl.Stats().Used.IsZero(), "released when the call ends")
 	ctrl.Break(nil)
 	require.NoError(t, ctrl.Drain(t.Context()))
@@ -29,7 +30,7 @@ func TestAdmission_NilMemoryIsZero(t *testing.T) {
 	tok, err := grpcsem.Admission(ctrl, nil).Admit(t.Context(), grpcsem.Call{FullMethod: "/s/M"})
 	require.NoError(t, err)
 	assert.Equal(t, admission.Resources{Count: 1}, ctrl.Stats().Used)
-	tok.Done(grpcsem.Ignore)
+	tok.Done(adaptive.Ignore)
 	ctrl.Break(nil)
 	require.NoError(t, ctrl.Drain(t.Context()))
 }

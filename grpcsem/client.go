@@ -2,6 +2,7 @@ package grpcsem
 
 import (
 	"context"
+	"github.com/fairsem/semaphore/adaptive"
 	"sync/atomic"
 
 	"google.golang.org/grpc"
@@ -28,7 +29,7 @@ func UnaryClientInterceptor(l Limiter, opts ...Option) grpc.UnaryClientIntercept
 			st, _ := c.refusal(ctx, err)
 			return st.Err()
 		}
-		o := Ignore // stays so if a later interceptor panics
+		o := adaptive.Ignore // stays so if a later interceptor panics
 		defer func() { tok.Done(o) }()
 		err = invoker(ctx, method, req, reply, cc, callOpts...)
 		o = outcome(err)
@@ -85,7 +86,7 @@ func (f *finisher) open(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.Cli
 	defer func() {
 		if !opened {
 			if f.done.CompareAndSwap(false, true) {
-				f.tok.Done(Ignore)
+				f.tok.Done(adaptive.Ignore)
 			}
 		}
 	}()

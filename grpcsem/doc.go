@@ -76,7 +76,8 @@
 //
 // # Outcomes, and the adaptive limiter
 //
-// A Token ends with the call's Outcome, for limiters that learn from it: nil
+// A Token ends with the call's outcome, an adaptive.Outcome (the module's one
+// vocabulary for a call's verdict), for limiters that learn from it: nil
 // is Success, and so is an application's error; DeadlineExceeded,
 // ResourceExhausted and Unavailable are Dropped; Canceled and a panic are
 // Ignore. Semaphore and Admission ignore it.

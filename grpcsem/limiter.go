@@ -2,6 +2,7 @@ package grpcsem
 
 import (
 	"context"
+	"github.com/fairsem/semaphore/adaptive"
 	"sync"
 )
 
@@ -20,13 +21,14 @@ type Limiter interface {
 }
 
 // A Token is what an admitted call holds. Done is called exactly once, when
-// the call ends, with the call's Outcome; it gives back what Admit took.
+// the call ends, with the call's outcome (see the package documentation); it
+// gives back what Admit took.
 //
 // A Limiter that wraps another (to count or log) and returns its own Token
 // around the inner one should give that Token an Unwrap() Token method, so
 // that UnitsFrom and PermitFrom still find what the inner Token holds.
 type Token interface {
-	Done(Outcome)
+	Done(adaptive.Outcome)
 }
 
 // tokenAs returns the first Token of type T in tok's chain of Unwrap methods.
@@ -51,34 +53,6 @@ type Call struct {
 	Request    any    // the request message of a unary call; nil for a stream
 	Stream     bool   // a streaming call
 	Target     string // client side: the ClientConn's target; "" on the server
-}
-
-// Outcome is how an admitted call ended, for limiters that learn from it (an
-// adaptive limit). It follows the call's error; see the package documentation.
-type Outcome uint8
-
-const (
-	// Success: the call ran to its end; an application error counts too.
-	Success Outcome = iota
-	// Dropped: the call failed for lack of time or capacity (DeadlineExceeded,
-	// ResourceExhausted, Unavailable): a sign of overload.
-	Dropped
-	// Ignore: the call says nothing about the load: the client cancelled it, or
-	// the handler panicked.
-	Ignore
-)
-
-// String returns "success", "dropped" or "ignore".
-func (o Outcome) String() string {
-	switch o {
-	case Success:
-		return "success"
-	case Dropped:
-		return "dropped"
-	case Ignore:
-		return "ignore"
-	}
-	return "Outcome(" + itoa(int64(o)) + ")"
 }
 
 type tokenKey struct{}

@@ -2,6 +2,7 @@ package grpcsem_test
 
 import (
 	"context"
+	"github.com/fairsem/semaphore/adaptive"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -12,10 +13,10 @@ import (
 )
 
 func TestOutcome_StringNamesIt(t *testing.T) {
-	assert.Equal(t, "success", grpcsem.Success.String())
-	assert.Equal(t, "dropped", grpcsem.Dropped.String())
-	assert.Equal(t, "ignore", grpcsem.Ignore.String())
-	assert.Equal(t, "Outcome(7)", grpcsem.Outcome(7).String())
+	assert.Equal(t, "success", adaptive.Success.String())
+	assert.Equal(t, "dropped", adaptive.Dropped.String())
+	assert.Equal(t, "ignore", adaptive.Ignore.String())
+	assert.Equal(t, "Outcome(7)", adaptive.Outcome(7).String())
 }
 
 func TestTokenFrom_NilOutsideAnAdmittedCall(t *testing.T) {
@@ -38,7 +39,7 @@ func TestPerTarget_SharesALimiterPerTargetAndPanicsOnNil(t *testing.T) {
 	cancel()
 	_, err = lim.Admit(ctx, grpcsem.Call{Target: "a"})
 	assert.ErrorIs(t, err, context.Canceled, "the same target waits for its unit")
-	a.Done(grpcsem.Success)
+	a.Done(adaptive.Success)
 	assert.Equal(t, 2, made)
 
 	assert.PanicsWithValue(t, "grpcsem: PerTarget(nil)", func() { grpcsem.PerTarget(nil) })

@@ -2,6 +2,7 @@ package grpcsem_test
 
 import (
 	"context"
+	"github.com/fairsem/semaphore/adaptive"
 	"strconv"
 	"sync"
 	"testing"
@@ -34,7 +35,7 @@ type modelCall struct {
 	err      error
 	panicked bool
 	trailer  metadata.MD
-	outcome  grpcsem.Outcome
+	outcome  adaptive.Outcome
 	outcomes int // how many times the token was ended
 	units    int64
 
@@ -42,7 +43,7 @@ type modelCall struct {
 	state    string // "waiting", "running", "done"
 	code     codes.Code
 	pushback string // "": none; "jitter": one value around 100ms; else exactly this
-	want     grpcsem.Outcome
+	want     adaptive.Outcome
 	admitted bool
 }
 
@@ -112,7 +113,7 @@ func FuzzInterceptorModel(f *testing.F) {
 					run(m)
 				}
 			}
-			end := func(m *modelCall, code codes.Code, want grpcsem.Outcome) {
+			end := func(m *modelCall, code codes.Code, want adaptive.Outcome) {
 				m.state, m.code, m.want = "done", code, want
 				if !broken {
 					free += m.weight
@@ -199,16 +200,16 @@ func FuzzInterceptorModel(f *testing.F) {
 					switch how := []string{"ok", "error", "panic"}[arg%3]; how {
 					case "ok":
 						m.finish <- how
-						end(m, codes.OK, grpcsem.Success)
+						end(m, codes.OK, adaptive.Success)
 					case "error":
 						m.finish <- how
-						end(m, codes.Unavailable, grpcsem.Dropped)
+						end(m, codes.Unavailable, adaptive.Dropped)
 					case "panic":
 						m.finish <- how
 						if m.client && m.stream {
-							end(m, codes.OK, grpcsem.Success) // read to io.EOF: see finishStream
+							end(m, codes.OK, adaptive.Success) // read to io.EOF: see finishStream
 						} else {
-							end(m, codes.Internal, grpcsem.Ignore)
+							end(m, codes.Internal, adaptive.Ignore)
 						}
 					}
 				case 3: // a client gives up, waiting or running
@@ -222,7 +223,7 @@ func FuzzInterceptorModel(f *testing.F) {
 						refuse(m, codes.Canceled, "")
 						grant()
 					} else {
-						end(m, codes.Canceled, grpcsem.Ignore)
+						end(m, codes.Canceled, adaptive.Ignore)
 					}
 				case 4: // time passes: waits past the timeout end, oldest first
 					time.Sleep(4 * time.Second)
@@ -376,7 +377,7 @@ type recordingToken struct {
 
 func (t recordingToken) Unwrap() grpcsem.Token { return t.Token }
 
-func (t recordingToken) Done(o grpcsem.Outcome) {
+func (t recordingToken) Done(o adaptive.Outcome) {
 	t.m.outcome = o
 	t.m.outcomes++
 	t.Token.Done(o)

@@ -2,6 +2,7 @@ package grpcsem
 
 import (
 	"context"
+	"github.com/fairsem/semaphore/adaptive"
 	"maps"
 
 	"github.com/fairsem/semaphore"
@@ -46,7 +47,7 @@ func (l semLimiter) Admit(ctx context.Context, call Call) (Token, error) {
 // so storing it in a Token allocates nothing.
 type unitsToken struct{ u *semaphore.Units }
 
-func (t unitsToken) Done(Outcome) { t.u.Release() }
+func (t unitsToken) Done(adaptive.Outcome) { t.u.Release() }
 
 // UnitsFrom returns the units held by the call whose context ctx is, when it
 // was admitted by a Semaphore limiter (or one wrapping it, see Token), or nil. The handler may give some back

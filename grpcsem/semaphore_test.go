@@ -2,6 +2,7 @@ package grpcsem_test
 
 import (
 	"context"
+	"github.com/fairsem/semaphore/adaptive"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -22,9 +23,9 @@ func TestSemaphore_TakesTheWeightAndGivesItBackOnDone(t *testing.T) {
 	require.NoError(t, err)
 	assert.Zero(t, sem.Available())
 	assert.Contains(t, sem.Diagnostics(0), "/s/Heavy", "holders are labelled with the method")
-	heavy.Done(grpcsem.Success)
-	light.Done(grpcsem.Dropped)
-	free.Done(grpcsem.Ignore)
+	heavy.Done(adaptive.Success)
+	light.Done(adaptive.Dropped)
+	free.Done(adaptive.Ignore)
 	assert.Equal(t, sem.Capacity(), sem.Available())
 }
 
@@ -33,7 +34,7 @@ func TestSemaphore_NilWeightIsOneUnit(t *testing.T) {
 	tok, err := grpcsem.Semaphore(sem, nil).Admit(t.Context(), grpcsem.Call{})
 	require.NoError(t, err)
 	assert.Equal(t, int64(1), sem.Available())
-	tok.Done(grpcsem.Success)
+	tok.Done(adaptive.Success)
 	assert.Equal(t, int64(2), sem.Available())
 }
 

@@ -2,6 +2,7 @@ package grpcsem
 
 import (
 	"context"
+	"github.com/fairsem/semaphore/adaptive"
 
 	"google.golang.org/grpc"
 )
@@ -32,7 +33,7 @@ func UnaryServerInterceptor(l Limiter, opts ...Option) grpc.UnaryServerIntercept
 			}
 			return nil, st.Err()
 		}
-		o := Ignore // stays so if the handler panics
+		o := adaptive.Ignore // stays so if the handler panics
 		defer func() { tok.Done(o) }()
 		resp, err := handler(withToken(ctx, tok), req)
 		o = outcome(err)
@@ -65,7 +66,7 @@ func StreamServerInterceptor(l Limiter, opts ...Option) grpc.StreamServerInterce
 			}
 			return st.Err()
 		}
-		o := Ignore // stays so if the handler panics
+		o := adaptive.Ignore // stays so if the handler panics
 		defer func() { tok.Done(o) }()
 		err = handler(srv, admittedStream{ss, withToken(ctx, tok)})
 		o = outcome(err)

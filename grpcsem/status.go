@@ -3,6 +3,7 @@ package grpcsem
 import (
 	"context"
 	"errors"
+	"github.com/fairsem/semaphore/adaptive"
 	"math/rand/v2"
 	"strconv"
 	"time"
@@ -78,21 +79,21 @@ func pushbackTrailer(value string) metadata.MD { return metadata.Pairs(PushbackK
 
 // outcome classifies how an admitted call ended, from its error; panicked
 // calls never get here (they are Ignore).
-func outcome(err error) Outcome {
+func outcome(err error) adaptive.Outcome {
 	if err == nil {
-		return Success
+		return adaptive.Success
 	}
 	if errors.Is(err, context.Canceled) {
-		return Ignore
+		return adaptive.Ignore
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
-		return Dropped
+		return adaptive.Dropped
 	}
 	switch status.Code(err) {
 	case codes.Canceled:
-		return Ignore
+		return adaptive.Ignore
 	case codes.DeadlineExceeded, codes.ResourceExhausted, codes.Unavailable:
-		return Dropped
+		return adaptive.Dropped
 	}
-	return Success
+	return adaptive.Success
 }

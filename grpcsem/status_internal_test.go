@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/fairsem/semaphore/adaptive"
 	"strconv"
 	"testing"
 	"time"
@@ -91,17 +92,17 @@ func TestPushbackValue_IsJitteredAroundTheBaseInMilliseconds(t *testing.T) {
 func TestOutcome_FollowsTheCallsError(t *testing.T) {
 	rows := []struct {
 		err  error
-		want Outcome
+		want adaptive.Outcome
 	}{
-		{nil, Success},
-		{status.Error(codes.NotFound, "app error"), Success},
-		{errors.New("plain"), Success},
-		{status.Error(codes.Canceled, ""), Ignore},
-		{context.Canceled, Ignore},
-		{fmt.Errorf("w: %w", context.DeadlineExceeded), Dropped},
-		{status.Error(codes.DeadlineExceeded, ""), Dropped},
-		{status.Error(codes.ResourceExhausted, ""), Dropped},
-		{status.Error(codes.Unavailable, ""), Dropped},
+		{nil, adaptive.Success},
+		{status.Error(codes.NotFound, "app error"), adaptive.Success},
+		{errors.New("plain"), adaptive.Success},
+		{status.Error(codes.Canceled, ""), adaptive.Ignore},
+		{context.Canceled, adaptive.Ignore},
+		{fmt.Errorf("w: %w", context.DeadlineExceeded), adaptive.Dropped},
+		{status.Error(codes.DeadlineExceeded, ""), adaptive.Dropped},
+		{status.Error(codes.ResourceExhausted, ""), adaptive.Dropped},
+		{status.Error(codes.Unavailable, ""), adaptive.Dropped},
 	}
 	for _, r := range rows {
 		assert.Equal(t, r.want, outcome(r.err), "%v", r.err)
