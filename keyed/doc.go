@@ -48,9 +48,11 @@
 //     generic Set would make every option generic, which Go cannot infer from
 //     the option's arguments (keyed.WithName[string]("x")). Other keys convert at
 //     the call (strconv.Itoa).
-//   - Capacities follow the core: New and the function of WithCapacityFunc
-//     panic for a capacity below 0 or above semaphore.MaxUnits, with a message
-//     naming the set, the key and the value. Capacity 0 is allowed: such a key
+//   - Capacities: New and the function of WithCapacityFunc panic for a
+//     negative capacity, with a message naming the set, the key and the value;
+//     one above semaphore.MaxUnits (math.MaxInt64 for "no per-key limit") is
+//     taken as MaxUnits, as netsem.LimitListener takes a huge n: no process
+//     holds 2^44 of anything. Capacity 0 is allowed: such a key
 //     admits only requests for 0 units, so a capacity function can block keys.
 //     A request larger than its key's capacity fails with an error matching
 //     semaphore.ErrTooLarge, as one larger than the global capacity does.

@@ -27,12 +27,13 @@ func WithName(name string) Option {
 
 // WithCapacityFunc overrides the capacity of some keys: f is called with a key
 // when the key becomes active (its first holder or waiter arrives), and its
-// result is the key's capacity for as long as the key stays active; f should
+// result is the key's capacity for as long as the key stays active (above
+// semaphore.MaxUnits it is taken as MaxUnits); f should
 // return the default capacity for keys it does not override. f is called without
 // the set's lock, so it may call the Set, but it may run concurrently and, when
 // two calls make a key active at once, more than once for one activation (one
 // result is used): it should be a quick, pure function of the key. A result
-// below zero or above semaphore.MaxUnits makes the call that asked for it panic.
+// below zero makes the call that asked for it panic.
 // WithCapacityFunc panics if f is nil.
 func WithCapacityFunc(f func(key string) int64) Option {
 	if f == nil {

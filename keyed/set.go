@@ -88,8 +88,9 @@ const (
 
 // New returns a set in which every key has the given capacity, unless
 // WithCapacityFunc overrides it. A capacity of 0 admits only requests for 0
-// units: with WithCapacityFunc, it makes an allow-list. New panics if capacity is
-// negative or larger than semaphore.MaxUnits, or if an option is nil or was
+// units: with WithCapacityFunc, it makes an allow-list. A capacity above
+// semaphore.MaxUnits, such as math.MaxInt64 meaning "no per-key limit", is taken
+// as MaxUnits. New panics if capacity is negative, or if an option is nil or was
 // given an invalid value.
 func New(capacity int64, opts ...Option) *Set {
 	c := config{maxWaiters: -1}
@@ -112,9 +113,10 @@ func New(capacity int64, opts ...Option) *Set {
 	} else {
 		s.label = fmt.Sprintf("unnamed keyed set %p", s)
 	}
-	if capacity < 0 || capacity > semaphore.MaxUnits {
-		s.panicf("capacity %d out of range [0, %d]", capacity, int64(semaphore.MaxUnits))
+	if capacity < 0 {
+		s.panicf("capacity %d: negative", capacity)
 	}
+	s.capacity = min(capacity, semaphore.MaxUnits)
 	if c.maxWaiters >= 0 {
 		s.keyOpts = append(s.keyOpts, semaphore.WithMaxWaiters(c.maxWaiters))
 	}
@@ -275,10 +277,10 @@ func (s *Set) capacityFor(key string) int64 {
 		return s.capacity
 	}
 	c := s.capacityOf(key)
-	if c < 0 || c > semaphore.MaxUnits {
-		s.panicf("capacity %d for key %q out of range [0, %d]", c, key, int64(semaphore.MaxUnits))
+	if c < 0 {
+		s.panicf("capacity %d for key %q: negative", c, key)
 	}
-	return c
+	return min(c, semaphore.MaxUnits)
 }
 
 // granted turns a call that holds n units at both levels into Units.

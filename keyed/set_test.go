@@ -2,6 +2,7 @@ package keyed_test
 
 import (
 	"context"
+	"math"
 	"strconv"
 	"testing"
 	"testing/synctest"
@@ -32,13 +33,22 @@ func acquireAsync(ctx context.Context, s *keyed.Set, key string, n int64) <-chan
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
-func TestNew_PanicsOnCapacityOutOfRange(t *testing.T) {
-	for _, c := range []int64{-1, semaphore.MaxUnits + 1} {
-		assert.PanicsWithValue(t, "keyed \"up\": capacity "+itoa(c)+" out of range [0, 17592186044415]", func() {
-			keyed.New(c, keyed.WithName("up"))
-		})
+func TestNew_NegativeCapacityPanicsAndAHugeOneMeansMaxUnits(t *testing.T) {
+	assert.PanicsWithValue(t, `keyed "up": capacity -1: negative`, func() {
+		keyed.New(-1, keyed.WithName("up"))
+	})
+	for _, c := range []int64{semaphore.MaxUnits, semaphore.MaxUnits + 1, math.MaxInt64} {
+		s := keyed.New(c)
+		u, ok := s.TryAcquire("k", semaphore.MaxUnits)
+		require.True(t, ok, "capacity %d", c)
+		u.Release()
+		_, err := s.Acquire(context.Background(), "k", semaphore.MaxUnits+1)
+		require.ErrorIs(t, err, semaphore.ErrTooLarge)
 	}
-	assert.NotPanics(t, func() { keyed.New(semaphore.MaxUnits) })
+	s := keyed.New(1, keyed.WithCapacityFunc(func(string) int64 { return math.MaxInt64 }))
+	u, ok := s.TryAcquire("k", semaphore.MaxUnits)
+	require.True(t, ok, "a capacity function's huge result means MaxUnits too")
+	u.Release()
 }
 
 func TestZeroSet_PanicsSayingUseNew(t *testing.T) {
@@ -205,17 +215,12 @@ func TestCapacityFunc_OverridesTheCapacityOfSomeKeys(t *testing.T) {
 	assert.Equal(t, int64(0), s.KeyStats("banned").Capacity)
 }
 
-func TestCapacityFunc_PanicsOnACapacityOutOfRange(t *testing.T) {
-	s := keyed.New(1, keyed.WithName("up"), keyed.WithCapacityFunc(func(key string) int64 {
-		if key == "neg" {
-			return -3
-		}
-		return semaphore.MaxUnits + 1
-	}))
-	assert.PanicsWithValue(t, `keyed "up": capacity -3 for key "neg" out of range [0, 17592186044415]`, func() {
+func TestCapacityFunc_PanicsOnANegativeCapacity(t *testing.T) {
+	s := keyed.New(1, keyed.WithName("up"), keyed.WithCapacityFunc(func(key string) int64 { return -3 }))
+	assert.PanicsWithValue(t, `keyed "up": capacity -3 for key "neg": negative`, func() {
 		_, _ = s.TryAcquire("neg", 1)
 	})
-	assert.Panics(t, func() { _, _ = s.Acquire(context.Background(), "big", 1) })
+	assert.Panics(t, func() { _, _ = s.Acquire(context.Background(), "other", 1) })
 	// The set still works: the panic happened without its lock.
 	assert.Equal(t, 0, s.Stats().Keys)
 }

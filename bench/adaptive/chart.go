@@ -1,74 +1,214 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
+	"image/color"
+	"math"
+	"os"
+	"strconv"
 	"time"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
 )
 
-// chart draws, for the adaptive strategies and failsafe-go, the limit over time
-// (top, with the backend's capacity) and the p99 of served requests per 100ms
-// (bottom), as an SVG.
-func chart(all []namedStrategy, rs []result, phaseLen time.Duration) []byte {
-	const (
-		W, H         = 960.0, 640.0
-		left, right  = 60.0, 200.0
-		top1, h1     = 30.0, 250.0
-		top2, h2     = 340.0, 250.0
-		limitMax     = 128.0
-		p99MaxMillis = 260.0
-	)
-	nb := len(rs[0].limits)
-	x := func(k int) float64 { return left + (W-left-right)*float64(k)/float64(nb) }
-	var b bytes.Buffer
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" font-family="sans-serif" font-size="12">`+"\n", W, H)
-	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
-	axes := func(top, h, maxV float64, title, unit string) {
-		fmt.Fprintf(&b, `<text x="%.0f" y="%.0f" font-size="14">%s</text>`+"\n", left, top-10, title)
-		fmt.Fprintf(&b, `<rect x="%.0f" y="%.0f" width="%.0f" height="%.0f" fill="none" stroke="#999"/>`+"\n", left, top, W-left-right, h)
-		for i := 0; i <= 4; i++ {
-			v := maxV * float64(i) / 4
-			y := top + h - h*float64(i)/4
-			fmt.Fprintf(&b, `<line x1="%.0f" x2="%.0f" y1="%.1f" y2="%.1f" stroke="#eee"/><text x="%.0f" y="%.1f" text-anchor="end">%.0f%s</text>`+"\n",
-				left, W-right, y, y, left-5, y+4, v, unit)
-		}
-		for p := 0; p <= len(phases); p++ {
-			xx := x(p * int(phaseLen/bucket))
-			fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%.0f" y2="%.0f" stroke="#ccc" stroke-dasharray="4 3"/>`+"\n", xx, xx, top, top+h)
-			fmt.Fprintf(&b, `<text x="%.1f" y="%.0f" text-anchor="middle">%.1fs</text>`+"\n", xx, top+h+14, (phaseLen * time.Duration(p)).Seconds())
-		}
+// Colors of the Okabe–Ito palette, told apart also with a colour vision
+// deficiency; the references are grey.
+var (
+	palette = []color.Color{
+		color.RGBA{0x00, 0x72, 0xb2, 0xff}, // blue
+		color.RGBA{0xd5, 0x5e, 0x00, 0xff}, // vermilion
+		color.RGBA{0x00, 0x9e, 0x73, 0xff}, // bluish green
+		color.RGBA{0xcc, 0x79, 0xa7, 0xff}, // reddish purple
+		color.RGBA{0xe6, 0x9f, 0x00, 0xff}, // orange
 	}
-	axes(top1, h1, limitMax, "Concurrency limit over time (dashed black: the backend's capacity)", "")
-	axes(top2, h2, p99MaxMillis, "p99 latency of served requests per 100ms", "ms")
-	colors := []string{"#1f77b4", "#aec7e8", "#2ca02c", "#98df8a", "#d62728", "#ff9896", "#9467bd", "#c5b0d5", "#8c564b"}
-	// The capacity.
-	fmt.Fprint(&b, `<polyline fill="none" stroke="black" stroke-width="2" stroke-dasharray="6 4" points="`)
-	for k := 0; k < nb; k++ {
-		c := phaseAt(time.Duration(k)*bucket, phaseLen).capacity
-		fmt.Fprintf(&b, "%.1f,%.1f %.1f,%.1f ", x(k), top1+h1-h1*float64(c)/limitMax, x(k+1), top1+h1-h1*float64(c)/limitMax)
-	}
-	fmt.Fprintln(&b, `"/>`)
-	ci := 0
+	grey = color.Gray{0x60}
+)
+
+// row is one row of the chart: strategies drawn together.
+type row struct {
+	title string
+	idx   []int // into the strategies
+}
+
+// rows groups the strategies of one family on a row, in their order: the
+// static limits with FIFO waiting, those with the standing-queue policy, each
+// of our algorithms with both, failsafe-go's two.
+func rows(all []namedStrategy) []row {
+	var out []row
+	at := map[string]int{}
 	for i, s := range all {
-		if s.group == "static" {
+		title := s.family
+		k, ok := at[title]
+		if !ok {
+			k = len(out)
+			at[title] = k
+			out = append(out, row{title: title})
+		}
+		out[k].idx = append(out[k].idx, i)
+	}
+	return out
+}
+
+// chart writes to path, as a PNG, every strategy's limit (left, with the
+// backend's capacity) and p99 latency of the requests served in each 100ms
+// (right, with the backend's base latency and the deadline) over the first
+// run, one row per family of strategies.
+func chart(path string, all []namedStrategy, rs []result, phaseLen time.Duration) error {
+	plot.DefaultFont = font.Font{Typeface: "Liberation", Variant: "Sans"}
+	total := phaseLen * time.Duration(len(phases))
+	var ticks plot.ConstantTicks // at the phase boundaries, where the grid's vertical lines fall
+	for p := 0; p <= len(phases); p++ {
+		s := (phaseLen * time.Duration(p)).Seconds()
+		ticks = append(ticks, plot.Tick{Value: s, Label: strconv.FormatFloat(s, 'f', -1, 64)})
+	}
+	maxP99 := *deadline + *deadline/10
+
+	var plots [][]*plot.Plot
+	var legends []plot.Legend
+	for ri, r := range rows(all) {
+		lim, lat := plot.New(), plot.New()
+		for _, p := range []*plot.Plot{lim, lat} {
+			p.X.Min, p.X.Max = 0, total.Seconds()
+			p.X.Tick.Marker = ticks
+			p.X.Label.Text = "time (s, simulated)"
+			p.Add(plotter.NewGrid())
+		}
+		lim.Title.Text = r.title + ": limit"
+		lim.Y.Label.Text = "limit (calls in flight)"
+		lim.Y.Min = 0
+		lat.Title.Text = r.title + ": p99 of the requests served in each 100ms"
+		lat.Y.Label.Text = "p99 latency (ms)"
+		lat.Y.Min, lat.Y.Max = 0, ms(maxP99)
+
+		leg := plot.NewLegend()
+		leg.Top, leg.Left = true, true
+		leg.ThumbnailWidth = vg.Points(28)
+		capacity := step(phaseLen, func(p phase) float64 { return float64(p.capacity) })
+		capacity.LineStyle = draw.LineStyle{Color: grey, Width: vg.Points(4)}
+		base := step(phaseLen, func(p phase) float64 { return ms(p.base) })
+		base.LineStyle = capacity.LineStyle
+		dl := line(plotter.XYs{{X: 0, Y: ms(*deadline)}, {X: total.Seconds(), Y: ms(*deadline)}})
+		dl.LineStyle = draw.LineStyle{Color: grey, Width: vg.Points(2), Dashes: []vg.Length{vg.Points(2), vg.Points(3)}}
+		lim.Add(capacity)
+		lat.Add(base, dl)
+
+		maxLimit := 0
+		for j, i := range r.idx {
+			sty := draw.LineStyle{Color: palette[j%len(palette)], Width: vg.Points(2)}
+			if len(r.idx) == 2 && j == 0 { // FIFO against +codel, or failsafe-go's defaults against tuned
+				sty.Dashes = []vg.Length{vg.Points(7), vg.Points(3)}
+			}
+			pts := make(plotter.XYs, len(rs[i].limits))
+			for k, l := range rs[i].limits { // sampled at the end of bucket k
+				pts[k] = plotter.XY{X: (time.Duration(k+1) * bucket).Seconds(), Y: float64(l)}
+				maxLimit = max(maxLimit, l)
+			}
+			l := line(pts)
+			l.LineStyle = sty
+			lim.Add(l)
+			for _, seg := range p99Segments(rs[i].p99, maxP99) {
+				s := line(seg)
+				s.LineStyle = sty
+				lat.Add(s)
+			}
+			leg.Add(all[i].name, l)
+		}
+		lim.Y.Max = math.Ceil(float64(max(maxLimit, 48))*1.1/10) * 10
+		if ri == 0 {
+			leg.Add("backend capacity (left)", capacity)
+			leg.Add("base latency (right)", base)
+			leg.Add("deadline (right)", dl)
+		}
+		plots = append(plots, []*plot.Plot{lim, lat})
+		legends = append(legends, leg)
+	}
+	if len(plots) == 0 {
+		return fmt.Errorf("chart: no strategy to draw")
+	}
+
+	const dpi = 96
+	width := 13 * vg.Inch
+	rowHeight, header, legendWidth := 2.6*vg.Inch, 0.7*vg.Inch, 2.4*vg.Inch
+	img := vgimg.NewWith(vgimg.UseWH(width, rowHeight*vg.Length(len(plots))+header), vgimg.UseDPI(dpi),
+		vgimg.UseBackgroundColor(color.White))
+	dc := draw.New(img)
+
+	title := draw.TextStyle{Color: color.Black, Font: font.From(plot.DefaultFont, 15), Handler: plot.DefaultTextHandler}
+	sub := title
+	sub.Font = font.From(plot.DefaultFont, 11)
+	dc.FillText(title, vg.Point{X: vg.Points(12), Y: dc.Max.Y - vg.Points(22)},
+		"Limit and p99 latency over time, per strategy (first run, simulated time)")
+	dc.FillText(sub, vg.Point{X: vg.Points(12), Y: dc.Max.Y - vg.Points(40)}, fmt.Sprintf(
+		"Backend capacity %v calls, base latency %v per phase of %v; %.0f arrivals/s (Poisson); deadline %v. Grid's vertical lines: the phase boundaries. Gaps: nothing served in those 100ms.",
+		caps(), bases(), phaseLen, *rate, *deadline))
+
+	body := draw.Crop(dc, 0, -legendWidth, 0, -header)
+	cells := plot.Align(plots, draw.Tiles{Rows: len(plots), Cols: 2, PadX: vg.Points(18), PadY: vg.Points(14),
+		PadLeft: vg.Points(6), PadBottom: vg.Points(6)}, body)
+	for j, r := range plots {
+		for i, p := range r {
+			p.Draw(cells[j][i])
+		}
+		c := cells[j][1]
+		c.Min.X, c.Max.X = c.Max.X+vg.Points(14), dc.Max.X
+		c.Max.Y -= vg.Points(18) // below the panels' titles
+		legends[j].Draw(c)
+	}
+
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// line is a line through pts, which are finite by construction.
+func line(pts plotter.XYs) *plotter.Line {
+	l, err := plotter.NewLine(pts)
+	if err != nil {
+		panic(fmt.Sprintf("chart: line through %v: %v", pts, err))
+	}
+	return l
+}
+
+// step is the staircase of a phase's value over the run.
+func step(phaseLen time.Duration, v func(phase) float64) *plotter.Line {
+	var pts plotter.XYs
+	for p, ph := range phases {
+		pts = append(pts, plotter.XY{X: (phaseLen * time.Duration(p)).Seconds(), Y: v(ph)},
+			plotter.XY{X: (phaseLen * time.Duration(p+1)).Seconds(), Y: v(ph)})
+	}
+	return line(pts)
+}
+
+// p99Segments returns the p99 per bucket, at the bucket's middle, in runs of
+// buckets where something was served; values above top are drawn at top.
+func p99Segments(p99 []time.Duration, top time.Duration) []plotter.XYs {
+	var out []plotter.XYs
+	var cur plotter.XYs
+	for k, d := range p99 {
+		if d == 0 {
+			if len(cur) > 0 {
+				out = append(out, cur)
+			}
+			cur = nil
 			continue
 		}
-		col := colors[ci%len(colors)]
-		fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="1.5" points="`, col)
-		for k, l := range rs[i].limits {
-			fmt.Fprintf(&b, "%.1f,%.1f ", x(k+1), top1+h1-h1*min(float64(l), limitMax)/limitMax)
-		}
-		fmt.Fprintln(&b, `"/>`)
-		fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="1.5" points="`, col)
-		for k, p := range rs[i].p99 {
-			ms := min(float64(p)/1e6, p99MaxMillis)
-			fmt.Fprintf(&b, "%.1f,%.1f ", x(k)+(x(1)-x(0))/2, top2+h2-h2*ms/p99MaxMillis)
-		}
-		fmt.Fprintln(&b, `"/>`)
-		fmt.Fprintf(&b, `<rect x="%.0f" y="%.0f" width="14" height="3" fill="%s"/><text x="%.0f" y="%.0f">%s</text>`+"\n",
-			W-right+15, top1+20+18*float64(ci), col, W-right+35, top1+24+18*float64(ci), s.name)
-		ci++
+		cur = append(cur, plotter.XY{X: (time.Duration(k)*bucket + bucket/2).Seconds(), Y: ms(min(d, top))})
 	}
-	fmt.Fprintln(&b, `</svg>`)
-	return b.Bytes()
+	if len(cur) > 0 {
+		out = append(out, cur)
+	}
+	return out
 }
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

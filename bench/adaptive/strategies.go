@@ -89,6 +89,7 @@ func (f *failsafe) limit() int { return f.l.Limit() }
 type namedStrategy struct {
 	name     string
 	group    string // static, adaptive, failsafe
+	family   string // the chart's row: the strategies drawn together
 	standing bool
 	make     func() strategy
 }
@@ -111,10 +112,11 @@ func strategies() []namedStrategy {
 	}
 	var s []namedStrategy
 	for _, n := range staticLimits {
-		s = append(s, namedStrategy{name: "static " + itoa(int(n)), group: "static", make: func() strategy { return newStatic(n) }})
+		s = append(s, namedStrategy{name: "static " + itoa(int(n)), group: "static", family: "static, FIFO",
+			make: func() strategy { return newStatic(n) }})
 	}
 	for _, n := range staticLimits {
-		s = append(s, namedStrategy{name: "static " + itoa(int(n)) + "+codel", group: "static", standing: true, make: func() strategy {
+		s = append(s, namedStrategy{name: "static " + itoa(int(n)) + "+codel", group: "static", family: "static +codel", standing: true, make: func() strategy {
 			return newOurs(fixed(n), standing)
 		}})
 	}
@@ -123,14 +125,15 @@ func strategies() []namedStrategy {
 		alg  func() adaptive.Algorithm
 	}{{"AIMD", aimd}, {"Vegas", vegas}, {"Gradient2", gradient}} {
 		s = append(s,
-			namedStrategy{name: a.name, group: "adaptive", make: func() strategy { return newOurs(a.alg()) }},
-			namedStrategy{name: a.name + "+codel", group: "adaptive", standing: true, make: func() strategy { return newOurs(a.alg(), standing) }})
+			namedStrategy{name: a.name, group: "adaptive", family: a.name, make: func() strategy { return newOurs(a.alg()) }},
+			namedStrategy{name: a.name + "+codel", group: "adaptive", family: a.name, standing: true,
+				make: func() strategy { return newOurs(a.alg(), standing) }})
 	}
 	s = append(s,
-		namedStrategy{name: "failsafe default", group: "failsafe", make: func() strategy {
+		namedStrategy{name: "failsafe default", group: "failsafe", family: "failsafe-go", make: func() strategy {
 			return &failsafe{l: adaptivelimiter.NewWithDefaults[any]()}
 		}},
-		namedStrategy{name: "failsafe tuned", group: "failsafe", make: func() strategy {
+		namedStrategy{name: "failsafe tuned", group: "failsafe", family: "failsafe-go", make: func() strategy {
 			return &failsafe{queue: true, maxWait: 5 * time.Millisecond, l: adaptivelimiter.NewBuilder[any]().
 				WithLimits(1, 200, 20).
 				WithRecentWindow(100*time.Millisecond, time.Second, 20).
