@@ -33,11 +33,13 @@ func (s *Semaphore) Release(n int64) {
 }
 
 // The backoff of a Release whose swap failed, in iterations of spinWait: about
-// 0.4µs doubling to 1.4µs on the machine measured, the order of the spinning a
-// sync.Mutex does before it sleeps.
+// 0.7µs doubling to 2.8µs on the machine measured, the order of a sync.Mutex's
+// spinning before it sleeps, and less than a park and a wake-up. Half as long
+// was slower on the contended mix at -cpu 2; the numbers of each are in
+// BENCHMARKS.md.
 const (
-	minReleaseSpins = 1024
-	maxReleaseSpins = 4096
+	minReleaseSpins = 2048
+	maxReleaseSpins = 8192
 )
 
 // spinWait busies the processor for about n loop iterations, touching no shared
