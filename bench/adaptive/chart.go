@@ -5,6 +5,7 @@ import (
 	"image/color"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"time"
 
@@ -26,7 +27,7 @@ var (
 		color.RGBA{0xcc, 0x79, 0xa7, 0xff}, // reddish purple
 		color.RGBA{0xe6, 0x9f, 0x00, 0xff}, // orange
 	}
-	grey = color.Gray{0x60}
+	grey = color.Gray{0xaa} // light, so that a strategy's line drawn over it stays visible
 )
 
 // row is one row of the chart: strategies drawn together.
@@ -66,7 +67,7 @@ func chart(path string, all []namedStrategy, rs []result, phaseLen time.Duration
 		s := (phaseLen * time.Duration(p)).Seconds()
 		ticks = append(ticks, plot.Tick{Value: s, Label: strconv.FormatFloat(s, 'f', -1, 64)})
 	}
-	maxP99 := *deadline + *deadline/10
+	msTicks, msMax := yTicks(ms(*deadline))
 
 	var plots [][]*plot.Plot
 	var legends []plot.Legend
@@ -81,9 +82,10 @@ func chart(path string, all []namedStrategy, rs []result, phaseLen time.Duration
 		lim.Title.Text = r.title + ": limit"
 		lim.Y.Label.Text = "limit (calls in flight)"
 		lim.Y.Min = 0
-		lat.Title.Text = r.title + ": p99 of the requests served in each 100ms"
-		lat.Y.Label.Text = "p99 latency (ms)"
-		lat.Y.Min, lat.Y.Max = 0, ms(maxP99)
+		lat.Title.Text = r.title + ": p99 latency of the requests served"
+		lat.Y.Label.Text = "p99 per 100ms (ms)"
+		lat.Y.Tick.Marker = msTicks
+		lat.Y.Min, lat.Y.Max = 0, msMax
 
 		leg := plot.NewLegend()
 		leg.Top, leg.Left = true, true
@@ -100,6 +102,9 @@ func chart(path string, all []namedStrategy, rs []result, phaseLen time.Duration
 		maxLimit := 0
 		for j, i := range r.idx {
 			sty := draw.LineStyle{Color: palette[j%len(palette)], Width: vg.Points(2)}
+			if len(r.idx) > 2 { // thinner, where up to five noisy lines cross
+				sty.Width = vg.Points(1.25)
+			}
 			if len(r.idx) == 2 && j == 0 { // FIFO against +codel, or failsafe-go's defaults against tuned
 				sty.Dashes = []vg.Length{vg.Points(7), vg.Points(3)}
 			}
@@ -111,14 +116,14 @@ func chart(path string, all []namedStrategy, rs []result, phaseLen time.Duration
 			l := line(pts)
 			l.LineStyle = sty
 			lim.Add(l)
-			for _, seg := range p99Segments(rs[i].p99, maxP99) {
+			for _, seg := range p99Segments(rs[i].p99, msMax) {
 				s := line(seg)
 				s.LineStyle = sty
 				lat.Add(s)
 			}
 			leg.Add(all[i].name, l)
 		}
-		lim.Y.Max = math.Ceil(float64(max(maxLimit, 48))*1.1/10) * 10
+		lim.Y.Tick.Marker, lim.Y.Max = yTicks(float64(max(maxLimit, int(slices.Max(staticLimits))))) // no row below the static ones
 		if ri == 0 {
 			leg.Add("backend capacity (left)", capacity)
 			leg.Add("base latency (right)", base)
@@ -133,7 +138,7 @@ func chart(path string, all []namedStrategy, rs []result, phaseLen time.Duration
 
 	const dpi = 96
 	width := 13 * vg.Inch
-	rowHeight, header, legendWidth := 2.6*vg.Inch, 0.7*vg.Inch, 2.4*vg.Inch
+	rowHeight, header, legendWidth := 2.6*vg.Inch, 0.85*vg.Inch, 2.4*vg.Inch
 	img := vgimg.NewWith(vgimg.UseWH(width, rowHeight*vg.Length(len(plots))+header), vgimg.UseDPI(dpi),
 		vgimg.UseBackgroundColor(color.White))
 	dc := draw.New(img)
@@ -144,17 +149,19 @@ func chart(path string, all []namedStrategy, rs []result, phaseLen time.Duration
 	dc.FillText(title, vg.Point{X: vg.Points(12), Y: dc.Max.Y - vg.Points(22)},
 		"Limit and p99 latency over time, per strategy (first run, simulated time)")
 	dc.FillText(sub, vg.Point{X: vg.Points(12), Y: dc.Max.Y - vg.Points(40)}, fmt.Sprintf(
-		"Backend capacity %v calls, base latency %v per phase of %v; %.0f arrivals/s (Poisson); deadline %v. Grid's vertical lines: the phase boundaries. Gaps: nothing served in those 100ms.",
+		"Backend capacity %v calls, base latency %v per phase of %v; %.0f arrivals/s (Poisson); deadline %v.",
 		caps(), bases(), phaseLen, *rate, *deadline))
+	dc.FillText(sub, vg.Point{X: vg.Points(12), Y: dc.Max.Y - vg.Points(55)},
+		"p99: of the latencies, from arrival, of the requests served in each 100ms; a gap is 100ms in which none was. The grid's vertical lines are the phase boundaries.")
 
 	body := draw.Crop(dc, 0, -legendWidth, 0, -header)
-	cells := plot.Align(plots, draw.Tiles{Rows: len(plots), Cols: 2, PadX: vg.Points(18), PadY: vg.Points(14),
-		PadLeft: vg.Points(6), PadBottom: vg.Points(6)}, body)
+	tiles := draw.Tiles{Rows: len(plots), Cols: 2, PadX: vg.Points(18), PadY: vg.Points(14),
+		PadLeft: vg.Points(6), PadBottom: vg.Points(6)}
 	for j, r := range plots {
 		for i, p := range r {
-			p.Draw(cells[j][i])
+			p.Draw(tiles.At(body, i, j))
 		}
-		c := cells[j][1]
+		c := tiles.At(body, 1, j)
 		c.Min.X, c.Max.X = c.Max.X+vg.Points(14), dc.Max.X
 		c.Max.Y -= vg.Points(18) // below the panels' titles
 		legends[j].Draw(c)
@@ -169,6 +176,22 @@ func chart(path string, all []namedStrategy, rs []result, phaseLen time.Duration
 		return err
 	}
 	return f.Close()
+}
+
+// yTicks returns labelled ticks from 0 to at least top, at most 6 of them a
+// round step apart, and the axis' maximum: a tenth above the last tick, so
+// that its label, as the data, stays inside the panel in every panel alike.
+func yTicks(top float64) (plot.ConstantTicks, float64) {
+	step := 1.0
+	for i := 0; top/step > 5; i++ {
+		step *= []float64{2, 2.5, 2}[i%3] // 1, 2, 5, 10, 20, 50, ...
+	}
+	last := math.Ceil(top/step) * step
+	var t plot.ConstantTicks
+	for v := 0.0; v <= last; v += step {
+		t = append(t, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'f', -1, 64)})
+	}
+	return t, last * 1.1
 }
 
 // line is a line through pts, which are finite by construction.
@@ -191,8 +214,8 @@ func step(phaseLen time.Duration, v func(phase) float64) *plotter.Line {
 }
 
 // p99Segments returns the p99 per bucket, at the bucket's middle, in runs of
-// buckets where something was served; values above top are drawn at top.
-func p99Segments(p99 []time.Duration, top time.Duration) []plotter.XYs {
+// buckets where something was served; values above top (ms) are drawn at top.
+func p99Segments(p99 []time.Duration, top float64) []plotter.XYs {
 	var out []plotter.XYs
 	var cur plotter.XYs
 	for k, d := range p99 {
@@ -203,7 +226,7 @@ func p99Segments(p99 []time.Duration, top time.Duration) []plotter.XYs {
 			cur = nil
 			continue
 		}
-		cur = append(cur, plotter.XY{X: (time.Duration(k)*bucket + bucket/2).Seconds(), Y: ms(min(d, top))})
+		cur = append(cur, plotter.XY{X: (time.Duration(k)*bucket + bucket/2).Seconds(), Y: min(ms(d), top)})
 	}
 	if len(cur) > 0 {
 		out = append(out, cur)
