@@ -5,8 +5,44 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 )
+
+// diagnostics is the opt-in state behind holder tracking, leak detection and the
+// watchdog.
+type diagnostics struct {
+	sem *Semaphore
+	cfg trackConfig // fixed after New
+
+	mu         sync.Mutex // guards the holder list
+	head, tail *holder    // tracked Units not yet collected, oldest first
+	holders    int        // length of the list
+	swept      int        // length of the list after the last sweep
+
+	// joined holds when each waiter in the list joined it, since epoch; guarded by
+	// sem.mu. A map rather than a field of the waiter, so that a waiter stays 64
+	// bytes whether or not diagnostics are on.
+	joined     map[*waiter]time.Duration
+	joinedPeak int           // the most entries joined has held; guarded by sem.mu
+	watch      watchdogState // guarded by sem.mu; see watchdog.go
+}
+
+func (s *Semaphore) newDiagnostics(cfg trackConfig) *diagnostics {
+	if cfg.leakSet && cfg.leak == nil {
+		s.panicf("WithLeakDetection(nil): the report function must not be nil")
+	}
+	if cfg.watch != nil {
+		cfg.watch.validate(s)
+	}
+	if cfg.leak != nil || cfg.watch != nil {
+		cfg.holders = true
+	}
+	if !cfg.holders {
+		return nil
+	}
+	return &diagnostics{sem: s, cfg: cfg, joined: make(map[*waiter]time.Duration)}
+}
 
 // Diagnostics renders a dump of the semaphore for a human deciding why calls wait.
 // Its first line names the problem, for example

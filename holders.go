@@ -6,7 +6,6 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 	"weak"
 )
@@ -47,25 +46,6 @@ func ContextWithHolderLabel(ctx context.Context, label string) context.Context {
 	return context.WithValue(ctx, holderLabelKey{}, label)
 }
 
-// diagnostics is the opt-in state behind holder tracking, leak detection and the
-// watchdog.
-type diagnostics struct {
-	sem *Semaphore
-	cfg trackConfig // fixed after New
-
-	mu         sync.Mutex // guards the holder list
-	head, tail *holder    // tracked Units not yet collected, oldest first
-	holders    int        // length of the list
-	swept      int        // length of the list after the last sweep
-
-	// joined holds when each waiter in the list joined it, since epoch; guarded by
-	// sem.mu. A map rather than a field of the waiter, so that a waiter stays 64
-	// bytes whether or not diagnostics are on.
-	joined     map[*waiter]time.Duration
-	joinedPeak int           // the most entries joined has held; guarded by sem.mu
-	watch      watchdogState // guarded by sem.mu; see watchdog.go
-}
-
 // holder is the record of one tracked Units. It reaches its Units only through a
 // weak pointer, so that a dropped Units can still be collected, and be reported as
 // leaked (see leak.go).
@@ -76,22 +56,6 @@ type holder struct {
 	since      time.Duration       // acquire time, since epoch; fixed
 	label      string              // ContextWithHolderLabel; fixed
 	pcs        []uintptr           // the acquire site, or the stack with WithAcquireStacks; fixed
-}
-
-func (s *Semaphore) newDiagnostics(cfg trackConfig) *diagnostics {
-	if cfg.leakSet && cfg.leak == nil {
-		s.panicf("WithLeakDetection(nil): the report function must not be nil")
-	}
-	if cfg.watch != nil {
-		cfg.watch.validate(s)
-	}
-	if cfg.leak != nil || cfg.watch != nil {
-		cfg.holders = true
-	}
-	if !cfg.holders {
-		return nil
-	}
-	return &diagnostics{sem: s, cfg: cfg, joined: make(map[*waiter]time.Duration)}
 }
 
 // trackedUnits builds the Units for n units just taken by a caller skip frames
