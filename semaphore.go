@@ -150,7 +150,7 @@ func (s *Semaphore) Name() string {
 // `semaphore "db-conns" (3 of 10 units available, 0 waiting)`.
 func (s *Semaphore) String() string {
 	if s.isZero() {
-		return "semaphore: zero Semaphore (not made by New)"
+		return "semaphore: zero Semaphore (create it with New)"
 	}
 	str := fmt.Sprintf("%s (%s, %d waiting)", s.label(), s.availability(), s.Waiters())
 	if b := s.brokenState(); b != nil {

@@ -292,3 +292,31 @@ func TestSharedSentinels_HTTPSemAnswersEachMeaningAlikeForLimitAndAdmit(t *testi
 		})
 	}
 }
+
+// A zero value made without its constructor panics in one shape in every package:
+// "<package>: zero <Type>: create it with <constructor>".
+func TestZeroValues_PanicInOneShapeInEveryPackage(t *testing.T) {
+	for _, tc := range []struct {
+		msg string
+		use func()
+	}{
+		{"semaphore: zero Semaphore: create it with New", func() {
+			var s semaphore.Semaphore
+			_ = s.Acquire(context.Background(), 1)
+		}},
+		{"admission: zero Controller: create it with admission.New or Group.Add", func() {
+			var c admission.Controller
+			_, _ = c.Acquire(context.Background(), "op", 1)
+		}},
+		{"admission: zero Group: create it with admission.NewGroup", func() {
+			var g admission.Group
+			g.Add("m", 1)
+		}},
+		{"keyed: zero Set: create it with keyed.New", func() {
+			var s keyed.Set
+			_, _ = s.Acquire(context.Background(), "k", 1)
+		}},
+	} {
+		assert.PanicsWithValue(t, tc.msg, tc.use)
+	}
+}

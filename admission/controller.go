@@ -111,7 +111,7 @@ func New(limits Resources, opts ...Option) *Controller {
 // Every exported method checks it first, most through lock.
 func (c *Controller) made() {
 	if c.mu == nil {
-		panic("admission: a zero Controller is not usable: create it with admission.New or Group.Add")
+		panic("admission: zero Controller: create it with admission.New or Group.Add")
 	}
 }
 

@@ -10,7 +10,7 @@ import (
 )
 
 func TestController_ZeroValuePanicsSayingToUseNew(t *testing.T) {
-	const msg = "admission: a zero Controller is not usable: create it with admission.New or Group.Add"
+	const msg = "admission: zero Controller: create it with admission.New or Group.Add"
 	var c admission.Controller
 	for name, f := range map[string]func(){
 		"Acquire":           func() { _, _ = c.Acquire(context.Background(), "op", 1) },
@@ -32,7 +32,7 @@ func TestController_ZeroValuePanicsSayingToUseNew(t *testing.T) {
 }
 
 func TestGroup_ZeroValuePanicsSayingToUseNewGroup(t *testing.T) {
-	const msg = "admission: a zero Group is not usable: create it with admission.NewGroup"
+	const msg = "admission: zero Group: create it with admission.NewGroup"
 	var g admission.Group
 	member := admission.NewGroup(limits(1, 1)).Add("m", 1)
 	for name, f := range map[string]func(){

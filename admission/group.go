@@ -68,7 +68,7 @@ func NewGroup(total Resources, opts ...GroupOption) *Group {
 // apply. Every exported method checks it first.
 func (g *Group) made() {
 	if g.mu == nil {
-		panic("admission: a zero Group is not usable: create it with admission.NewGroup")
+		panic("admission: zero Group: create it with admission.NewGroup")
 	}
 }
 

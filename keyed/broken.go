@@ -20,7 +20,7 @@ import (
 // Breaking the global semaphore breaks it for every other user of it too.
 func (s *Set) Break(err error) {
 	if s.label == "" {
-		panic("keyed: use of a zero Set; create it with keyed.New")
+		panic(errZeroSet)
 	}
 	s.mu.Lock()
 	if s.broken != nil {
@@ -53,7 +53,7 @@ func (s *Set) Break(err error) {
 // matches semaphore.ErrBroken and the error passed to Break.
 func (s *Set) Err() error {
 	if s.label == "" {
-		panic("keyed: use of a zero Set; create it with keyed.New")
+		panic(errZeroSet)
 	}
 	s.mu.Lock()
 	b := s.broken
@@ -79,7 +79,7 @@ func (s *Set) Err() error {
 // own Drain does that.
 func (s *Set) Drain(ctx context.Context) error {
 	if s.label == "" {
-		panic("keyed: use of a zero Set; create it with keyed.New")
+		panic(errZeroSet)
 	}
 	s.mu.Lock()
 	if len(s.entries) == 0 {

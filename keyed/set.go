@@ -209,7 +209,7 @@ func (s *Set) TryAcquire(key string, n int64) (*Units, bool) {
 // semaphore that fails such calls.
 func (s *Set) join(key string, n int64) (*entry, *semaphore.Semaphore) {
 	if s.label == "" {
-		panic("keyed: use of a zero Set; create it with keyed.New")
+		panic(errZeroSet)
 	}
 	if n < 0 {
 		s.panicf("acquire %d units for key %q: negative", n, key)
@@ -334,6 +334,9 @@ func (s *Set) remove(e *entry) {
 	}
 }
 
+// errZeroSet is the panic of every method of a zero Set but String.
+const errZeroSet = "keyed: zero Set: create it with keyed.New"
+
 // panicf reports a programmer error: the message names the set and the value.
 func (s *Set) panicf(format string, args ...any) {
 	panic(s.label + ": " + fmt.Sprintf(format, args...))
@@ -343,7 +346,7 @@ func (s *Set) panicf(format string, args ...any) {
 // active)`.
 func (s *Set) String() string {
 	if s.label == "" {
-		return "keyed set (zero value: create it with keyed.New)"
+		return "keyed: zero Set (create it with keyed.New)"
 	}
 	s.mu.Lock()
 	k := len(s.entries)

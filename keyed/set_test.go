@@ -53,7 +53,7 @@ func TestNew_NegativeCapacityPanicsAndAHugeOneMeansMaxUnits(t *testing.T) {
 
 func TestZeroSet_PanicsSayingUseNew(t *testing.T) {
 	var s keyed.Set
-	const msg = "keyed: use of a zero Set; create it with keyed.New"
+	const msg = "keyed: zero Set: create it with keyed.New"
 	assert.PanicsWithValue(t, msg, func() { _, _ = s.Acquire(context.Background(), "a", 1) })
 	assert.PanicsWithValue(t, msg, func() { _, _ = s.TryAcquire("a", 1) })
 	assert.PanicsWithValue(t, msg, func() { _, _ = s.AcquireTimeout(time.Second, "a", 1) })

@@ -39,7 +39,7 @@ type KeyStats struct {
 // lock: it costs O(active keys).
 func (s *Set) Stats() Stats {
 	if s.label == "" {
-		panic("keyed: use of a zero Set; create it with keyed.New")
+		panic(errZeroSet)
 	}
 	st := Stats{
 		Name:      s.name,
@@ -64,7 +64,7 @@ func (s *Set) Stats() Stats {
 // given, called for the purpose).
 func (s *Set) KeyStats(key string) KeyStats {
 	if s.label == "" {
-		panic("keyed: use of a zero Set; create it with keyed.New")
+		panic(errZeroSet)
 	}
 	s.mu.Lock()
 	if e := s.entries[key]; e != nil {
@@ -94,7 +94,7 @@ func keyStatsOf(e *entry) KeyStats {
 // rendering happen outside it. It costs O(k log k) for k active keys.
 func (s *Set) Diagnostics(maxLines int) string {
 	if s.label == "" {
-		panic("keyed: use of a zero Set; create it with keyed.New")
+		panic(errZeroSet)
 	}
 	s.mu.Lock()
 	rows := make([]KeyStats, 0, len(s.entries))
