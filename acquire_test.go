@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"runtime"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -392,4 +393,26 @@ func TestTryAcquire_OnlyWhenAvailableAndNobodyWaits(t *testing.T) {
 		assert.False(t, s.TryAcquire(1), "broken")
 		assert.Equal(t, uint64(2), s.Stats().AcquiredImmediately, "two TryAcquires succeeded")
 	})
+}
+
+// TryAcquire and AcquireTimeout(d <= 0) never wait, so they never yield the
+// processor either: on one processor, a goroutine started just before the call
+// does not run before the call returns.
+func TestAcquireTimeout_ZeroAndTryAcquireNeverYield(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	s := semaphore.New(1)
+	require.True(t, s.TryAcquire(1))
+	for name, call := range map[string]func(){
+		"AcquireTimeout(0)":  func() { _ = s.AcquireTimeout(0, 1) },
+		"AcquireTimeout(-1)": func() { _ = s.AcquireTimeout(-1, 1) },
+		"TryAcquire":         func() { s.TryAcquire(1) },
+	} {
+		var ran atomic.Bool
+		done := make(chan struct{})
+		go func() { ran.Store(true); close(done) }()
+		call()
+		assert.False(t, ran.Load(), "%s yielded the processor", name)
+		<-done
+	}
+	s.Release(1)
 }

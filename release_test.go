@@ -455,3 +455,25 @@ func TestResize_RacingLockFreeGrantsKeepsUnitsExact(t *testing.T) {
 	assert.Equal(t, int64(10), s.Available(), "no unit created or lost")
 	assert.Equal(t, got, s.Stats().Acquired)
 }
+
+// A waiter for 0 units waits while availability is negative; when a shrinking
+// Resize fails a waiter behind it, the wake-up meant for that one may reach it
+// first, and it must go on waiting, then be granted when units come back.
+func TestResize_AZeroUnitWaiterWokenForAnotherWaitsOn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := semaphore.New(10)
+		s.Consume(11) // availability -1: a request for 0 waits behind the debt
+		calls := queue(context.Background(), s, 0, 10)
+		s.Resize(5) // fails the second waiter, out of list order
+		synctest.Wait()
+		got := finished(calls)
+		require.Len(t, got, 1)
+		require.ErrorIs(t, got[1], semaphore.ErrTooLarge)
+		s.Release(11)
+		synctest.Wait()
+		got = finished(calls) // the calls not seen finished before
+		require.Len(t, got, 1)
+		require.NoError(t, got[0], "the 0-unit waiter is granted once the debt is paid")
+		assert.Equal(t, int64(5), s.Available())
+	})
+}
