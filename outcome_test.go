@@ -422,3 +422,35 @@ func TestStats_HeadWaitAndOldestHolderWithTracking(t *testing.T) {
 		plain.Release(1)
 	})
 }
+
+// A grant that races its waiter's cancellation is taken back out of the count:
+// Stats.Acquired counts exactly the calls that returned nil. On each round the
+// context is cancelled, which wakes the waiter, and the unit is handed to it
+// before it runs (one processor), so it finds itself granted as it leaves.
+func TestStats_AGrantLostToACancellationIsNotCounted(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1)) // the waiter runs only once both happened
+	synctest.Test(t, func(t *testing.T) {
+		s := semaphore.New(1)
+		succeeded := uint64(0)
+		for range 100 {
+			require.True(t, s.TryAcquire(1))
+			succeeded++
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- s.Acquire(ctx, 1) }()
+			synctest.Wait() // queued
+			cancel()        // wakes the waiter to leave...
+			s.Release(1)    // ...and grants it before it runs
+			if err := <-done; err == nil {
+				succeeded++
+				s.Release(1)
+			} else {
+				require.ErrorIs(t, err, context.Canceled)
+			}
+		}
+		st := s.Stats()
+		assert.Equal(t, succeeded, st.Acquired)
+		assert.Equal(t, int64(1), st.Available)
+		assert.Equal(t, uint64(100), succeeded, "every grant was lost to its cancellation")
+	})
+}
