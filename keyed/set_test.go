@@ -3,7 +3,6 @@ package keyed_test
 import (
 	"context"
 	"math"
-	"strconv"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -30,8 +29,6 @@ func acquireAsync(ctx context.Context, s *keyed.Set, key string, n int64) <-chan
 	}()
 	return ch
 }
-
-func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
 func TestNew_NegativeCapacityPanicsAndAHugeOneMeansMaxUnits(t *testing.T) {
 	assert.PanicsWithValue(t, `keyed "up": capacity -1: negative`, func() {
