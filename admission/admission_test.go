@@ -732,3 +732,37 @@ func TestErr_ReportsTheBreakLikeTheSemaphores(t *testing.T) {
 	var zero admission.Controller
 	assert.Panics(t, func() { _ = zero.Err() })
 }
+
+// Stats counts each admission, each permit and each reason for queuing exactly
+// once: a sequence of known calls gives known counters.
+func TestStats_CountsEachPermitAdmissionAndQueueReasonOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := admission.New(admission.Resources{Count: 1, Memory: 100}, admission.WithName("reads"))
+		first, err := c.Acquire(context.Background(), "a", 10)
+		require.NoError(t, err)
+		tracked := c.Track("t")
+		done := make(chan *admission.Permit, 1)
+		go func() {
+			p, err := c.Acquire(context.Background(), "b", 10)
+			if err == nil {
+				done <- p
+			}
+		}()
+		synctest.Wait()
+		st := c.Stats()
+		assert.Equal(t, uint64(1), st.Admitted)
+		assert.Equal(t, uint64(1), st.AdmittedImmediately)
+		assert.Equal(t, uint64(1), st.QueuedForAdmission)
+		assert.Equal(t, uint64(1), st.QueuedBecauseCount)
+		assert.Zero(t, st.QueuedBecauseMemory)
+		assert.Equal(t, uint64(3), st.TotalPermits, "two Acquires and a Track")
+		first.Release()
+		second := <-done
+		st = c.Stats()
+		assert.Equal(t, uint64(2), st.Admitted)
+		assert.Equal(t, uint64(1), st.AdmittedImmediately)
+		assert.Equal(t, uint64(3), st.TotalPermits)
+		second.Release()
+		tracked.Release()
+	})
+}
