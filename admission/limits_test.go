@@ -5,6 +5,7 @@ import (
 	"math"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -76,4 +77,38 @@ func TestSetCountLimit_PanicsOnNegativeAndInAGroup(t *testing.T) {
 	g := admission.NewGroup(limits(10, 100), admission.WithName("g"))
 	m := g.Add("m", 1)
 	assert.Panics(t, func() { m.SetCountLimit(3) })
+}
+
+// Edges of the ranges: zero is a valid amount, limit and total, shares run from 1
+// to MaxShares inclusive, and a limit whose multiple lands exactly on 2^63 is
+// taken as the largest int64, not converted into a negative one.
+func TestLimits_EdgesOfTheRangesAreAccepted(t *testing.T) {
+	c := admission.New(admission.Resources{Count: 1, Memory: 100}, admission.WithName("edges"))
+	p, err := c.Acquire(context.Background(), "op", 0)
+	require.NoError(t, err)
+	assert.NotPanics(t, func() { p.Return(admission.Resources{}) }, "returning nothing")
+	require.NoError(t, p.Consume(admission.Resources{}))
+	p.Release()
+	assert.NotPanics(t, func() { c.SetLimits(admission.Resources{}) }, "zero limits")
+	assert.NotPanics(t, func() { c.SetCountLimit(0) })
+
+	g := admission.NewGroup(admission.Resources{Count: 1, Memory: 100})
+	var m *admission.Controller
+	assert.NotPanics(t, func() { m = g.Add("one", 1) }, "one share")
+	assert.NotPanics(t, func() { g.Remove(g.Add("most", admission.MaxShares)) }, "MaxShares at Add")
+	assert.Panics(t, func() { g.Add("too many", admission.MaxShares+1) })
+	assert.NotPanics(t, func() { g.SetShares(m, admission.MaxShares) }, "MaxShares")
+	assert.Panics(t, func() { g.SetShares(m, admission.MaxShares+1) })
+	assert.Panics(t, func() { g.SetShares(m, 0) })
+	assert.NotPanics(t, func() { g.SetTotal(admission.Resources{}) }, "a zero total")
+
+	// 2 x 2^62 bytes is exactly 2^63: the kill limit is the largest int64, so
+	// consuming up to it is allowed rather than refused by a wrapped limit.
+	huge := admission.New(admission.Resources{Count: 1, Memory: 1 << 62}, admission.WithKillLimit(2))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // a wrapped limit would hold it back for good
+	defer cancel()
+	q, err := huge.Acquire(ctx, "op", 0)
+	require.NoError(t, err)
+	require.NoError(t, q.Consume(admission.Resources{Memory: 1 << 62}))
+	q.Release()
 }
