@@ -33,22 +33,13 @@ type AIMD struct {
 // not 1 <= MinLimit <= InitialLimit <= MaxLimit (after defaults), if
 // BackoffRatio is outside [0.5, 1) or Timeout is negative.
 func NewAIMD(cfg AIMDConfig) *AIMD {
-	if cfg.MinLimit == 0 {
-		cfg.MinLimit = min(20, max(1, cfg.InitialLimit))
-	}
-	if cfg.InitialLimit == 0 {
-		cfg.InitialLimit = max(20, cfg.MinLimit)
-	}
-	if cfg.MaxLimit == 0 {
-		cfg.MaxLimit = max(200, cfg.InitialLimit)
-	}
+	bounds("AIMD", &cfg.MinLimit, &cfg.InitialLimit, &cfg.MaxLimit, 20, 20, 200)
 	if cfg.BackoffRatio == 0 {
 		cfg.BackoffRatio = 0.9
 	}
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 5 * time.Second
 	}
-	checkBounds("AIMD", cfg.MinLimit, cfg.InitialLimit, cfg.MaxLimit)
 	checkRange("AIMD", "BackoffRatio", cfg.BackoffRatio, 0.5, 1, false, true)
 	if cfg.Timeout < 0 {
 		panic("adaptive: AIMD: Timeout " + cfg.Timeout.String() + " is negative")

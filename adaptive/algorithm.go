@@ -41,6 +41,22 @@ func bound(x, lo, hi float64) float64 { return math.Max(lo, math.Min(hi, x)) }
 // floorLimit is the integer limit of a smoothed float limit, at least 1.
 func floorLimit(x float64) int { return max(1, int(x)) }
 
+// bounds fills the bounds left 0 with an algorithm's published defaults (lo0,
+// initial0, hi0), each unset one following the ones given, then panics unless
+// 1 <= lo <= initial <= hi.
+func bounds(kind string, lo, initial, hi *int, lo0, initial0, hi0 int) {
+	if *lo == 0 {
+		*lo = min(lo0, max(1, *initial))
+	}
+	if *initial == 0 {
+		*initial = max(initial0, *lo)
+	}
+	if *hi == 0 {
+		*hi = max(hi0, *initial)
+	}
+	checkBounds(kind, *lo, *initial, *hi)
+}
+
 // checkBounds panics unless 1 <= lo <= initial <= hi.
 func checkBounds(kind string, lo, initial, hi int) {
 	if lo < 1 || hi < lo || initial < lo || initial > hi {

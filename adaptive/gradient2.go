@@ -54,15 +54,7 @@ type Gradient2 struct {
 // limits are not 1 <= MinLimit <= InitialLimit <= MaxLimit (after defaults),
 // if Smoothing is outside (0, 1], Tolerance below 1, or LongWindow negative.
 func NewGradient2(cfg Gradient2Config) *Gradient2 {
-	if cfg.MinLimit == 0 {
-		cfg.MinLimit = min(20, max(1, cfg.InitialLimit))
-	}
-	if cfg.InitialLimit == 0 {
-		cfg.InitialLimit = max(20, cfg.MinLimit)
-	}
-	if cfg.MaxLimit == 0 {
-		cfg.MaxLimit = max(200, cfg.InitialLimit)
-	}
+	bounds("Gradient2", &cfg.MinLimit, &cfg.InitialLimit, &cfg.MaxLimit, 20, 20, 200)
 	if cfg.Smoothing == 0 {
 		cfg.Smoothing = 0.2
 	}
@@ -76,7 +68,6 @@ func NewGradient2(cfg Gradient2Config) *Gradient2 {
 	if cfg.LongWindow == 0 {
 		cfg.LongWindow = 600
 	}
-	checkBounds("Gradient2", cfg.MinLimit, cfg.InitialLimit, cfg.MaxLimit)
 	checkRange("Gradient2", "Smoothing", cfg.Smoothing, 0, 1, true, false)
 	checkRange("Gradient2", "Tolerance", cfg.Tolerance, 1, math.MaxFloat64, false, false)
 	if cfg.LongWindow < 0 {

@@ -50,15 +50,7 @@ type Vegas struct {
 // is outside (0, 1], or if Alpha, Beta, Threshold are negative or not
 // Threshold <= Alpha <= Beta.
 func NewVegas(cfg VegasConfig) *Vegas {
-	if cfg.MinLimit == 0 {
-		cfg.MinLimit = 1
-	}
-	if cfg.InitialLimit == 0 {
-		cfg.InitialLimit = max(20, cfg.MinLimit)
-	}
-	if cfg.MaxLimit == 0 {
-		cfg.MaxLimit = max(1000, cfg.InitialLimit)
-	}
+	bounds("Vegas", &cfg.MinLimit, &cfg.InitialLimit, &cfg.MaxLimit, 1, 20, 1000)
 	if cfg.Smoothing == 0 {
 		cfg.Smoothing = 1
 	}
@@ -74,7 +66,6 @@ func NewVegas(cfg VegasConfig) *Vegas {
 	if cfg.ProbeMultiplier == 0 {
 		cfg.ProbeMultiplier = 30
 	}
-	checkBounds("Vegas", cfg.MinLimit, cfg.InitialLimit, cfg.MaxLimit)
 	checkRange("Vegas", "Smoothing", cfg.Smoothing, 0, 1, true, false)
 	if cfg.Threshold < 0 || cfg.Alpha < cfg.Threshold || cfg.Beta < cfg.Alpha {
 		panic("adaptive: Vegas: need 0 <= Threshold <= Alpha <= Beta, got " +
