@@ -246,7 +246,7 @@ func runSetModel(t *testing.T, gCap int64, caps map[string]int64, ops []byte) {
 					waiting++
 				}
 			}
-			require.Equal(t, keyed.KeyStats{Key: k, Capacity: caps[k], Held: held, Waiting: waiting}, s.KeyStats(k), "step %d", step)
+			require.Equal(t, keyed.KeyStats{Key: k, Capacity: caps[k], Held: held, Waiters: waiting}, s.KeyStats(k), "step %d", step)
 		}
 		if g != nil && !m.broken {
 			require.Equal(t, m.gFree, g.Available(), "step %d: global units free", step)

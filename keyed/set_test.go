@@ -137,7 +137,7 @@ func TestAcquire_FailureAtGlobalGivesBackTheKeyUnits(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		ch := acquireAsync(ctx, s, "alice", 1)
 		synctest.Wait()
-		assert.Equal(t, keyed.KeyStats{Key: "alice", Capacity: 2, Held: 0, Waiting: 1}, s.KeyStats("alice"))
+		assert.Equal(t, keyed.KeyStats{Key: "alice", Capacity: 2, Held: 0, Waiters: 1}, s.KeyStats("alice"))
 		assert.Equal(t, 1, g.Waiters(), "alice holds her key's unit and waits at the global level")
 		cancel()
 		r := <-ch

@@ -18,7 +18,7 @@ type Stats struct {
 	Name    string // from WithName
 	Keys    int    // keys active now: with holders or calls in progress
 	Held    int64  // units held now by the set's Units, summed over keys (each also holds as many global units)
-	Waiting int    // calls in progress now: waiting for their key's units or the global's
+	Waiters int    // calls in progress now: waiting for their key's units or the global's
 	Broken  bool   // Break was called
 
 	Acquired  uint64 // successful acquisitions (TryAcquire included)
@@ -32,7 +32,7 @@ type KeyStats struct {
 	Key      string
 	Capacity int64 // the key's capacity: the default or its override
 	Held     int64 // units held by the key's Units
-	Waiting  int   // the key's calls in progress: at the key's semaphore or the global one
+	Waiters  int   // the key's calls in progress: at the key's semaphore or the global one
 }
 
 // Stats returns a snapshot of the set. It reads every active key under the set's
@@ -53,7 +53,7 @@ func (s *Set) Stats() Stats {
 	st.Broken = s.broken != nil
 	for _, e := range s.entries {
 		st.Held += e.held.Load()
-		st.Waiting += int(e.waiting.Load())
+		st.Waiters += int(e.waiting.Load())
 	}
 	s.mu.Unlock()
 	return st
@@ -78,7 +78,7 @@ func (s *Set) KeyStats(key string) KeyStats {
 
 // keyStatsOf reads e; set.mu must be held, so that e serves its key.
 func keyStatsOf(e *entry) KeyStats {
-	return KeyStats{Key: e.key, Capacity: e.sem.Capacity(), Held: e.held.Load(), Waiting: int(e.waiting.Load())}
+	return KeyStats{Key: e.key, Capacity: e.sem.Capacity(), Held: e.held.Load(), Waiters: int(e.waiting.Load())}
 }
 
 // Diagnostics renders a dump of the set for a human deciding which keys use the
@@ -107,7 +107,7 @@ func (s *Set) Diagnostics(maxLines int) string {
 		if c := cmp.Compare(b.Held, a.Held); c != 0 {
 			return c
 		}
-		if c := cmp.Compare(b.Waiting, a.Waiting); c != 0 {
+		if c := cmp.Compare(b.Waiters, a.Waiters); c != 0 {
 			return c
 		}
 		return strings.Compare(a.Key, b.Key)
@@ -115,7 +115,7 @@ func (s *Set) Diagnostics(maxLines int) string {
 	var held, waiting int64
 	for _, r := range rows {
 		held += r.Held
-		waiting += int64(r.Waiting)
+		waiting += int64(r.Waiters)
 	}
 
 	var b strings.Builder
@@ -126,7 +126,7 @@ func (s *Set) Diagnostics(maxLines int) string {
 	fmt.Fprintf(&b, "%s active, %s held, %s waiting", plural(int64(len(rows)), "key"), plural(held, "unit"), plural(waiting, "call"))
 	if len(rows) > 0 {
 		top := rows[0]
-		fmt.Fprintf(&b, "; most held by %s (%d of %s, %d waiting)", strconv.Quote(top.Key), top.Held, plural(top.Capacity, "unit"), top.Waiting)
+		fmt.Fprintf(&b, "; most held by %s (%d of %s, %d waiting)", strconv.Quote(top.Key), top.Held, plural(top.Capacity, "unit"), top.Waiters)
 	}
 	b.WriteByte('\n')
 	if s.global != nil {
@@ -137,13 +137,13 @@ func (s *Set) Diagnostics(maxLines int) string {
 		shown = rows[:maxLines]
 	}
 	for _, r := range shown {
-		fmt.Fprintf(&b, "  %-24s held %d of %d, %d waiting\n", strconv.Quote(r.Key), r.Held, r.Capacity, r.Waiting)
+		fmt.Fprintf(&b, "  %-24s held %d of %d, %d waiting\n", strconv.Quote(r.Key), r.Held, r.Capacity, r.Waiters)
 	}
 	if rest := rows[len(shown):]; len(rest) > 0 {
 		var h, w int64
 		for _, r := range rest {
 			h += r.Held
-			w += int64(r.Waiting)
+			w += int64(r.Waiters)
 		}
 		fmt.Fprintf(&b, "  … %d more %s, holding %s, %d waiting\n", len(rest), keysWord(len(rest)), plural(h, "unit"), w)
 	}

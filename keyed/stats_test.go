@@ -19,8 +19,8 @@ func TestStats_SumTheActiveKeysAndCountCalls(t *testing.T) {
 		b, _ := s.TryAcquire("b", 1)
 		ch := acquireAsync(context.Background(), s, "a", 1)
 		synctest.Wait()
-		assert.Equal(t, keyed.Stats{Name: "up", Keys: 2, Held: 3, Waiting: 1, Acquired: 2}, s.Stats())
-		assert.Equal(t, keyed.KeyStats{Key: "a", Capacity: 2, Held: 2, Waiting: 1}, s.KeyStats("a"))
+		assert.Equal(t, keyed.Stats{Name: "up", Keys: 2, Held: 3, Waiters: 1, Acquired: 2}, s.Stats())
+		assert.Equal(t, keyed.KeyStats{Key: "a", Capacity: 2, Held: 2, Waiters: 1}, s.KeyStats("a"))
 		assert.Equal(t, keyed.KeyStats{Key: "none", Capacity: 2}, s.KeyStats("none"))
 		a.Release()
 		r := <-ch

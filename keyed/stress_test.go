@@ -138,7 +138,7 @@ func stress(t *testing.T, breakIt bool) {
 	st := s.Stats()
 	assert.Equal(t, 0, st.Keys, "no key left in the map")
 	assert.Equal(t, int64(0), st.Held)
-	assert.Equal(t, 0, st.Waiting)
+	assert.Equal(t, 0, st.Waiters)
 	assert.Equal(t, uint64(granted.Load()), st.Acquired)
 	entries, _, _ := s.MapState()
 	assert.Equal(t, 0, entries)

@@ -149,7 +149,7 @@ func (a keyedSource) Snapshot() Snapshot {
 	st := a.s.Stats()
 	snap := Snapshot{
 		InUse:    st.Held,
-		Waiters:  st.Waiting,
+		Waiters:  st.Waiters,
 		Broken:   st.Broken,
 		Acquired: st.Acquired,
 		TimedOut: st.TimedOut,
