@@ -91,7 +91,7 @@ func queueOne(t *testing.T, c *admission.Controller) {
 		}
 	}()
 	t.Cleanup(func() { cancel(); <-done })
-	require.Eventually(t, func() bool { return c.Stats().Queued == 1 }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return c.Stats().Waiters == 1 }, 10*time.Second, time.Millisecond)
 }
 
 // accept is netsem's Accept on a listener limited by s.
@@ -204,7 +204,7 @@ func TestSharedSentinels_EveryPackageMatchesTheCoreSentinelForEachSharedMeaning(
 				defer cancel()
 				shed := make(chan error, 1)
 				go func() { _, err := c.Acquire(ctx, "op", 0); shed <- err }()
-				require.Eventually(t, func() bool { return c.Stats().Queued == 1 }, 10*time.Second, time.Millisecond)
+				require.Eventually(t, func() bool { return c.Stats().Waiters == 1 }, 10*time.Second, time.Millisecond)
 				p.Release()
 				err = <-shed
 				require.ErrorIs(t, err, semaphore.ErrShed)

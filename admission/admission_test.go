@@ -109,7 +109,7 @@ func TestAcquire_FittingNewcomerWaitsBehindANonFittingWaiter(t *testing.T) {
 		small := start(context.Background(), c, "small", 10)
 		_, ok := ready(small)
 		assert.False(t, ok, "10 bytes fit, but the newcomer must not overtake the queued request")
-		assert.Equal(t, 2, c.Stats().Queued)
+		assert.Equal(t, 2, c.Stats().Waiters)
 		holder.Release()
 		synctest.Wait()
 		l, ok1 := ready(large)

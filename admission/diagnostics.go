@@ -128,7 +128,7 @@ func (c *Controller) dumpTextLocked(problem string, trigger *Permit, maxLines in
 		{"current_permits", st.CurrentPermits},
 		{"need_cpu_permits", st.NeedCPUPermits},
 		{"awaiting_permits", st.AwaitingPermits},
-		{"queued_now", st.Queued},
+		{"queued_now", st.Waiters},
 	} {
 		fmt.Fprintf(&b, "%s: %v\n", kv.name, kv.v)
 	}

@@ -104,7 +104,7 @@ func TestGroup_ForwardProgressWithBorrowingAndLiveResharing(t *testing.T) {
 	for _, m := range st.Members {
 		assert.Equal(t, admission.Resources{}, m.Used, "member %s", m.Name)
 		assert.Zero(t, m.CurrentPermits, "member %s", m.Name)
-		assert.Zero(t, m.Queued+m.QueuedMemory+m.Inactive, "member %s", m.Name)
+		assert.Zero(t, m.Waiters+m.MemoryWaiters+m.Inactive, "member %s", m.Name)
 		assert.Zero(t, m.NeedCPUPermits, "member %s", m.Name)
 	}
 	assert.Positive(t, outcomes["done"], "outcomes: %v", outcomes)

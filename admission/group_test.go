@@ -498,7 +498,7 @@ func TestGroup_StatsAndDiagnosticsNameBorrowersAndTheBottleneckMember(t *testing
 		assert.Equal(t, int64(10<<20), st.Borrowed)
 		assert.Equal(t, int64(10<<20), st.Members[0].Borrowed)
 		assert.Zero(t, st.Members[1].Borrowed)
-		assert.Equal(t, 1, st.Members[0].Queued)
+		assert.Equal(t, 1, st.Members[0].Waiters)
 
 		d := g.Diagnostics(0)
 		assert.Contains(t, d, `Group "tenants" with count 10 per member and 100M memory, shared pool 10M/20M lent`)

@@ -49,7 +49,7 @@ func TestSetMaxWaiters_ChangesTheBoundForLaterRequests(t *testing.T) {
 		require.ErrorIs(t, err, semaphore.ErrQueueFull)
 		c.SetMaxWaiters(0) // unbounded
 		second := start(t.Context(), c, "second", 1)
-		assert.Equal(t, 2, c.Stats().Queued)
+		assert.Equal(t, 2, c.Stats().Waiters)
 		p.Release()
 		(<-first).p.Release()
 		(<-second).p.Release()

@@ -108,7 +108,7 @@ func TestGrantRacingCancellation_AdmissionGivesBackTheGrantAndReadsUnderTheLock(
 			p, err := c.Acquire(ctx, "racer", 10)
 			res <- result{p, err}
 		}()
-		waitFor(t, c, "queued", func(st admission.Stats) bool { return st.Queued == 1 })
+		waitFor(t, c, "queued", func(st admission.Stats) bool { return st.Waiters == 1 })
 		race(i, cancel, holder.Release)
 		r := <-res
 		if r.err == nil {
@@ -128,7 +128,7 @@ func TestGrantRacingCancellation_AdmissionGivesBackTheGrantAndReadsUnderTheLock(
 	st := c.Stats()
 	assert.Equal(t, admission.Resources{}, st.Used, "a failed Acquire holds nothing")
 	assert.Zero(t, st.CurrentPermits)
-	assert.Zero(t, st.Queued)
+	assert.Zero(t, st.Waiters)
 	t.Logf("granted %d, canceled %d", granted, canceled)
 }
 
@@ -144,7 +144,7 @@ func TestGrantRacingCancellation_MemoryGivesBackTheGrantAndReadsUnderTheLock(t *
 		ctx, cancel := context.WithCancel(context.Background())
 		res := make(chan error, 1)
 		go func() { res <- a.RequestMemory(ctx, 10) }()
-		waitFor(t, c, "queued for memory", func(st admission.Stats) bool { return st.QueuedMemory == 1 })
+		waitFor(t, c, "queued for memory", func(st admission.Stats) bool { return st.MemoryWaiters == 1 })
 		race(i, cancel, b.Release)
 		if err := <-res; err == nil {
 			granted++
@@ -164,7 +164,7 @@ func TestGrantRacingCancellation_MemoryGivesBackTheGrantAndReadsUnderTheLock(t *
 	st := c.Stats()
 	assert.Equal(t, admission.Resources{}, st.Used)
 	assert.Zero(t, st.CurrentPermits)
-	assert.Zero(t, st.QueuedMemory)
+	assert.Zero(t, st.MemoryWaiters)
 	t.Logf("granted %d, canceled %d", granted, canceled)
 }
 
@@ -181,10 +181,10 @@ func TestGrantRacingCancellation_ReadmissionIsKeptWholeOrUndoneWhole(t *testing.
 		ctx, cancel := context.WithCancel(context.Background())
 		res := make(chan error, 1)
 		go func() { res <- p.Readmit(ctx) }()
-		waitFor(t, c, "queued", func(st admission.Stats) bool { return st.Queued == 1 })
+		waitFor(t, c, "queued", func(st admission.Stats) bool { return st.Waiters == 1 })
 		if i%4 == 3 { // the cancellation wins outright
 			cancel()
-			waitFor(t, c, "left the queue", func(st admission.Stats) bool { return st.Queued == 0 })
+			waitFor(t, c, "left the queue", func(st admission.Stats) bool { return st.Waiters == 0 })
 			holder.Release()
 		} else {
 			race(i, cancel, holder.Release)

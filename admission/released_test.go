@@ -86,7 +86,7 @@ func TestRequestMemory_ReleaseFailsEveryPendingRequestAndNothingLeaks(t *testing
 			go func() { results <- a.RequestMemory(context.Background(), 10) }()
 		}
 		synctest.Wait()
-		assert.Equal(t, 3, c.Stats().QueuedMemory, "several requests of one permit may wait")
+		assert.Equal(t, 3, c.Stats().MemoryWaiters, "several requests of one permit may wait")
 		assert.Equal(t, admission.WaitingForMemory, a.State())
 		a.Release()
 		synctest.Wait()
@@ -99,7 +99,7 @@ func TestRequestMemory_ReleaseFailsEveryPendingRequestAndNothingLeaks(t *testing
 		synctest.Wait()
 		st := c.Stats()
 		assert.Equal(t, admission.Resources{}, st.Used, "no request was granted to the released permit")
-		assert.Zero(t, st.QueuedMemory)
+		assert.Zero(t, st.MemoryWaiters)
 	})
 }
 

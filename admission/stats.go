@@ -26,8 +26,8 @@ type Stats struct {
 	TimeEvictions       uint64 // parked permits evicted by their TTL
 	TotalPermits        uint64 // permits ever created (Acquire and Track)
 
-	Queued          int // requests in the admission queue now
-	QueuedMemory    int // requests in the memory queue now
+	Waiters         int // requests in the admission queue now
+	MemoryWaiters   int // requests in the memory queue now
 	Inactive        int // parked permits now
 	CurrentPermits  int // permits not yet released, admitted or waiting
 	NeedCPUPermits  int // active permits holding NeedCPU now (parked and evicted ones do not count)
@@ -49,8 +49,8 @@ func (c *Controller) statsLocked() Stats {
 	if c.group != nil {
 		st.Borrowed = c.borrowedLocked()
 	}
-	st.Queued = c.queue.Len()
-	st.QueuedMemory = c.memQueue.Len()
+	st.Waiters = c.queue.Len()
+	st.MemoryWaiters = c.memQueue.Len()
 	st.Inactive = c.inactive.Len()
 	st.CurrentPermits = len(c.permits)
 	st.NeedCPUPermits = c.needCPU

@@ -358,7 +358,7 @@ func TestServer_AdmissionPermitReachesTheHandler(t *testing.T) {
 				_, err := echo.Call(context.Background(), cc, "queued")
 				queued <- err
 			}()
-			require.Eventually(t, func() bool { return ctrl.Stats().Queued == 1 }, 5*time.Second, time.Millisecond)
+			require.Eventually(t, func() bool { return ctrl.Stats().Waiters == 1 }, 5*time.Second, time.Millisecond)
 			var trailer metadata.MD
 			_, err := echo.Call(t.Context(), cc, "refused", grpc.Trailer(&trailer))
 			assert.Equal(t, codes.ResourceExhausted, status.Code(err), "%v", err)

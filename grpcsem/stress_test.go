@@ -126,7 +126,7 @@ func stormOnce(t *testing.T, tr, kind string, calls int) {
 	}
 	ctrl.Break(nil)
 	require.NoError(t, ctrl.Drain(t.Context()), "every permit released")
-	assert.Zero(t, ctrl.Stats().Queued)
+	assert.Zero(t, ctrl.Stats().Waiters)
 }
 
 // streamOnce sends one message on a stream, reads it back and the end.

@@ -55,7 +55,7 @@ func TestAdmit_FullQueueGetsOverloadStatusWithRetryAfter(t *testing.T) {
 	first := srv.get(t.Context(), "/1")
 	<-h.started
 	second := srv.get(t.Context(), "/2")
-	waitFor(t, func() bool { return ctrl.Stats().Queued == 1 }, "second queued")
+	waitFor(t, func() bool { return ctrl.Stats().Waiters == 1 }, "second queued")
 	third := <-srv.get(t.Context(), "/3")
 	require.NoError(t, third.err)
 	assert.Equal(t, http.StatusTooManyRequests, third.code)
@@ -83,10 +83,10 @@ func TestAdmit_ClientDisconnectingWhileQueuedLeavesTheQueue(t *testing.T) {
 	<-h.started
 	ctx, cancel := context.WithCancel(t.Context())
 	gone := srv.get(ctx, "/gone")
-	waitFor(t, func() bool { return ctrl.Stats().Queued == 1 }, "queued")
+	waitFor(t, func() bool { return ctrl.Stats().Waiters == 1 }, "queued")
 	cancel()
 	require.ErrorIs(t, (<-gone).err, context.Canceled)
-	waitFor(t, func() bool { return ctrl.Stats().Queued == 0 }, "left the queue")
+	waitFor(t, func() bool { return ctrl.Stats().Waiters == 0 }, "left the queue")
 	close(h.release)
 	assert.Equal(t, http.StatusOK, (<-first).code)
 	assert.Equal(t, uint64(1), ctrl.Stats().Admitted, "the request that left never ran")

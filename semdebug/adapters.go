@@ -88,7 +88,7 @@ func controllerSnapshot(st admission.Stats) Snapshot {
 		Capacity:  st.Limits.Count,
 		InUse:     st.Used.Count,
 		Available: max(st.Limits.Count-st.Used.Count, 0),
-		Waiters:   st.Queued + st.QueuedMemory,
+		Waiters:   st.Waiters + st.MemoryWaiters,
 		Joined:    st.QueuedForAdmission + st.QueuedForMemory,
 		Acquired:  st.Admitted,
 		TimedOut:  st.TimedOut,
@@ -96,7 +96,7 @@ func controllerSnapshot(st admission.Stats) Snapshot {
 		Details: []Detail{
 			{"memory in use", fmt.Sprintf("%d of %d bytes", st.Used.Memory, st.Limits.Memory)},
 			{"memory borrowed", strconv.FormatInt(st.Borrowed, 10)},
-			{"queued for memory now", strconv.Itoa(st.QueuedMemory)},
+			{"queued for memory now", strconv.Itoa(st.MemoryWaiters)},
 			{"parked permits", strconv.Itoa(st.Inactive)},
 			{"permits needing CPU", strconv.Itoa(st.NeedCPUPermits)},
 			{"killed", strconv.FormatUint(st.Killed, 10)},
@@ -125,7 +125,7 @@ func (a groupSource) Snapshot() Snapshot {
 		snap.Acquired += ms.Acquired
 		snap.TimedOut += ms.TimedOut
 		snap.Shed += ms.Shed
-		member := fmt.Sprintf("%d shares, count %d/%d, %d queued", m.Shares, m.Used.Count, m.Limits.Count, m.Queued)
+		member := fmt.Sprintf("%d shares, count %d/%d, %d queued", m.Shares, m.Used.Count, m.Limits.Count, m.Waiters)
 		if ms.Broken {
 			member += ", broken"
 		}

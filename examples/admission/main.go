@@ -370,7 +370,7 @@ func (s *controlled) serve(ctx context.Context, cost int64, inFlight *memoryGaug
 	return o, end, nil
 }
 
-func (s *controlled) queued() int  { return s.ctrl.Stats().Queued }
+func (s *controlled) queued() int  { return s.ctrl.Stats().Waiters }
 func (s *controlled) dump() string { return s.ctrl.Diagnostics(6) }
 
 func (s *controlled) counters() string {
@@ -382,7 +382,7 @@ func (s *controlled) counters() string {
 
 func (s *controlled) drained() error {
 	st := s.ctrl.Stats()
-	if st.Used != (admission.Resources{}) || st.CurrentPermits != 0 || st.Queued != 0 || st.NeedCPUPermits != 0 {
+	if st.Used != (admission.Resources{}) || st.CurrentPermits != 0 || st.Waiters != 0 || st.NeedCPUPermits != 0 {
 		return fmt.Errorf("controller not drained:\n%s", s.ctrl.Diagnostics(0))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)

@@ -101,7 +101,7 @@ func TestAdmissionMetrics_OutcomeOfEachFailure(t *testing.T) {
 		_, err := m.Acquire(context.Background(), "op", 0)
 		queued <- err
 	}()
-	require.Eventually(t, func() bool { return ctrl.Stats().Queued == 1 }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return ctrl.Stats().Waiters == 1 }, 10*time.Second, time.Millisecond)
 	_, err = m.Acquire(context.Background(), "op", 0)
 	assert.ErrorIs(t, err, semaphore.ErrQueueFull)
 	ctrl.Break(errors.New("down"))

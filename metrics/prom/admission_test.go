@@ -134,7 +134,7 @@ func TestAdmissionCollector_LabelsEachOutcome(t *testing.T) {
 		_, err := c.Acquire(context.Background(), "op", 0)
 		queued <- err
 	}()
-	require.Eventually(t, func() bool { return ctrl.Stats().Queued == 1 }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return ctrl.Stats().Waiters == 1 }, 10*time.Second, time.Millisecond)
 	_, err = c.Acquire(context.Background(), "op", 0)
 	assert.ErrorIs(t, err, semaphore.ErrQueueFull)
 	ctrl.Break(errors.New("down"))
