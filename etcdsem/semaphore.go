@@ -41,6 +41,8 @@ type Semaphore struct {
 	seq    uint64 // guarded by mu; numbers this handle's keys
 	mine   map[string]*request
 	q      queue // guarded by mu: the mirror of the keys in etcd and the grant rule
+
+	blocks *blockPool // fixed after New: block mode's pool; nil in plain mode
 }
 
 // New returns a handle on the semaphore name, reading its state from etcd (with
@@ -89,6 +91,9 @@ func New(ctx context.Context, cli *clientv3.Client, name string, opts ...Option)
 	s.stopWatch, s.bgCtx = cancel, wctx
 	s.wg.Add(1)
 	go s.watch(wctx)
+	if cfg.blockSize > 0 {
+		s.blocks = newBlockPool(s, cfg.blockSize)
+	}
 	return s, nil
 }
 
@@ -130,6 +135,9 @@ func (s *Semaphore) Name() string { return s.name }
 // call fails with ErrClosed. Close waits at most the lease TTL for etcd; if etcd
 // cannot be reached the units come back when the lease expires.
 func (s *Semaphore) Close() error {
+	if s.blocks != nil {
+		s.blocks.close()
+	}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()

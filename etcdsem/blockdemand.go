@@ -1,0 +1,343 @@
+package etcdsem
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/fairsem/semaphore"
+)
+
+// The manager: one goroutine per block-mode handle that makes the handle's
+// blocks follow its callers' demand and the fleet's. It looks whenever the
+// mirror moves (a block granted or given back anywhere, a Resize, a Break), a
+// caller starts waiting, a caller releases units while the fleet is contended,
+// and once per blockIdle. Each look (step) decides from one reading of the
+// mirror and one of the pool:
+//
+//   - Demand is the units the handle's callers hold plus those they wait for;
+//     another handle's is the units it holds plus those its keys wait for.
+//     The handle's target is its max-min fair share of the capacity
+//     (fairShare): its whole demand when the fleet's demands fit. When it
+//     asks, a whole block counts as demand.
+//   - Ask: while callers wait, the handle holds less than its target (or less
+//     than the largest waiting request) and no block request is out, it asks
+//     for one block (an acquire of one key, in the fleet's FIFO queue): enough
+//     for what its callers wait for, at least the block size, at most what
+//     its target leaves room for, and never less than the head can use. It
+//     cancels the request when nobody waits any longer.
+//   - Give back: when another handle waits in etcd, the fleet holds more than
+//     the capacity (a shrinking Resize) or the semaphore is broken, the handle
+//     gives back what it holds above its target: its free units at once, and
+//     the rest by taking units from its callers' FIFO as they come back (it
+//     queues behind the callers waiting then, so it revokes nobody). With the
+//     fleet quiet, units found free at two idle checks in a row go back.
+//   - Units leave the callers' pool before the key's weight drops in etcd
+//     (ledger), so the handle never grants more than its keys weigh.
+type blockRequest struct {
+	ep     *epoch
+	cancel context.CancelFunc
+	done   chan blockResult // capacity 1: the goroutine never blocks
+}
+
+type blockResult struct {
+	u   *Units
+	err error
+}
+
+// A reclaimRequest takes units back from the callers' pool in FIFO order.
+type reclaimRequest struct {
+	ep     *epoch
+	n      int64
+	cancel context.CancelFunc
+	done   chan error // capacity 1
+}
+
+// fleetView is what a step reads of the mirror.
+type fleetView struct {
+	capacity      int64
+	broken        bool
+	reason        string
+	held          int64   // units granted to every handle (unknown keys count)
+	othersWaiting bool    // another handle has a waiting key
+	others        []int64 // each other handle's demand: units held and waited for
+}
+
+// fleetView reads the mirror: the fleet as this handle sees it now.
+func (s *Semaphore) fleetView() fleetView {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v := fleetView{capacity: s.q.capacity, broken: s.q.broken, reason: s.q.reason}
+	mine := int64(-1)
+	if s.lease != nil {
+		mine = int64(s.lease.id)
+	}
+	demand := make(map[int64]int64)
+	for _, k := range s.q.keys {
+		if k.state == keyDead {
+			continue
+		}
+		if k.state != keyWaiting {
+			v.held = addSat(v.held, k.n)
+		}
+		if k.lease == mine {
+			continue
+		}
+		if k.state == keyWaiting {
+			v.othersWaiting = true
+		}
+		demand[k.lease] = addSat(demand[k.lease], k.n)
+	}
+	for _, d := range demand {
+		v.others = append(v.others, d)
+	}
+	return v
+}
+
+// observe publishes what the callers' path reads of the mirror.
+func (p *blockPool) observe(v fleetView) {
+	p.capacity.Store(v.capacity)
+	if v.broken {
+		reason := v.reason
+		p.broken.Store(&reason)
+	} else {
+		p.broken.Store(nil)
+	}
+}
+
+// run is the manager's loop.
+func (p *blockPool) run() {
+	defer p.wg.Done()
+	tick := time.NewTicker(blockIdle)
+	defer tick.Stop()
+	var retry <-chan time.Time
+	for {
+		p.s.mu.Lock()
+		advanced := p.s.q.advanced
+		p.s.mu.Unlock()
+		var granted chan blockResult
+		if p.pending != nil {
+			granted = p.pending.done
+		}
+		var reclaimed chan error
+		if p.reclaim != nil {
+			reclaimed = p.reclaim.done
+		}
+		idle := false
+		select {
+		case <-p.stop:
+			if p.pending != nil {
+				p.pending.cancel()
+			}
+			if p.reclaim != nil {
+				p.reclaim.cancel()
+			}
+			return
+		case <-p.wake:
+		case <-advanced:
+		case <-retry:
+			retry = nil
+		case res := <-granted:
+			p.blockGranted(res)
+		case err := <-reclaimed:
+			p.reclaimDone(err)
+		case <-tick.C:
+			idle = true
+		}
+		if !p.step(idle) && retry == nil {
+			retry = time.After(retryPause)
+		}
+	}
+}
+
+// step looks once and acts (see above). It reports false if an RPC failed and
+// should be retried.
+func (p *blockPool) step(idle bool) bool {
+	v := p.s.fleetView()
+	p.observe(v)
+
+	p.mu.Lock()
+	ep := p.ep.Load()
+	var maxN int64
+	for w, n := range p.waiters {
+		switch {
+		case v.broken:
+			w.cancel(&blockEnd{fmt.Errorf("broken: %s: %w", v.reason, semaphore.ErrBroken)})
+		case n > v.capacity:
+			w.cancel(&blockEnd{fmt.Errorf("capacity shrunk to %d: %w", v.capacity, semaphore.ErrTooLarge)})
+		default:
+			maxN = max(maxN, n)
+		}
+	}
+	waiting := p.waitUnits
+	held := p.ledger.local()
+	free := ep.local.Available()
+	inUse := held - free
+	released := p.released
+	p.released = nil
+	p.mu.Unlock()
+
+	contended := v.broken || v.othersWaiting || v.held > v.capacity
+	p.contended.Store(contended)
+	target := fairShare(v.capacity, addSat(inUse, waiting), v.others)
+
+	// Ask.
+	if p.pending != nil && (waiting <= free || v.broken || p.pending.ep != ep) {
+		p.pending.cancel()
+	}
+	// A block is demand too: asking counts a whole block as wanted, within
+	// the fair share.
+	want := max(p.size, waiting-free)
+	room := fairShare(v.capacity, addSat(held, want), v.others) - held
+	// Callers wait for units only while they do not fit in the free ones; a
+	// caller granted a moment ago may not have left the waiters yet.
+	if p.pending == nil && waiting > free && !v.broken && (room > 0 || maxN > held) {
+		ask := min(want, room)
+		ask = min(max(ask, maxN-free), v.capacity)
+		if ask > 0 {
+			p.ask(ep, ask)
+		}
+	}
+
+	// Give back.
+	var excess int64
+	switch {
+	case v.broken:
+		excess = held
+	case contended:
+		excess = held - target
+	case idle && waiting == 0 && p.free > 0:
+		excess = min(p.free, free)
+	}
+	if idle {
+		p.free = free
+	}
+	if excess <= 0 && p.reclaim != nil {
+		p.reclaim.cancel()
+	}
+	if k := min(excess, free); k > 0 && ep.local.TryAcquire(k) {
+		p.mu.Lock()
+		if p.ep.Load() == ep {
+			p.ledger.take(k)
+		}
+		p.mu.Unlock()
+		excess -= k
+	}
+	if excess > 0 && contended && !v.broken && waiting > 0 && p.reclaim == nil {
+		p.startReclaim(ep, excess)
+	}
+
+	ok := p.settle()
+	for _, u := range released {
+		ctx, cancel := context.WithTimeout(p.ctx, p.s.attemptTimeout())
+		err := u.Release(ctx)
+		cancel()
+		if err != nil && !errors.Is(err, ErrLost) {
+			p.mu.Lock()
+			p.released = append(p.released, u)
+			p.mu.Unlock()
+			ok = false
+		}
+	}
+	return ok
+}
+
+// ask sends one block request for n units on its own goroutine.
+func (p *blockPool) ask(ep *epoch, n int64) {
+	ctx, cancel := context.WithCancel(p.ctx)
+	req := &blockRequest{ep: ep, cancel: cancel, done: make(chan blockResult, 1)}
+	p.pending = req
+	p.mu.Lock()
+	p.requested = n
+	p.mu.Unlock()
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		u, err := p.s.acquireKey(ctx, n)
+		req.done <- blockResult{u: u, err: err}
+	}()
+}
+
+// blockGranted takes the answer to the block request.
+func (p *blockPool) blockGranted(res blockResult) {
+	req := p.pending
+	p.pending = nil
+	req.cancel()
+	p.mu.Lock()
+	p.requested = 0
+	p.mu.Unlock()
+	if res.err == nil {
+		p.addBlock(req.ep, res.u)
+	}
+}
+
+// startReclaim takes n units from the callers' pool, queueing behind the
+// callers waiting now.
+func (p *blockPool) startReclaim(ep *epoch, n int64) {
+	ctx, cancel := context.WithCancel(p.ctx)
+	rq := &reclaimRequest{ep: ep, n: n, cancel: cancel, done: make(chan error, 1)}
+	p.reclaim = rq
+	p.mu.Lock()
+	p.reclaimed = n
+	p.mu.Unlock()
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		rq.done <- ep.local.Acquire(ctx, n)
+	}()
+}
+
+// reclaimDone takes the reclaim's answer: units taken are out of local use.
+func (p *blockPool) reclaimDone(err error) {
+	rq := p.reclaim
+	p.reclaim = nil
+	rq.cancel()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.reclaimed = 0
+	if err == nil && p.ep.Load() == rq.ep {
+		p.ledger.take(rq.n)
+	}
+}
+
+// settle tells etcd the blocks' new weights: a lower weight in place, or the
+// key deleted at 0. It reports false if an RPC failed (the next step retries);
+// a block found lost ends its epoch through watchBlock.
+func (p *blockPool) settle() bool {
+	type change struct {
+		b             *ledgerBlock
+		local, remote int64
+	}
+	p.mu.Lock()
+	var cs []change
+	for _, b := range p.ledger.unsettled() {
+		cs = append(cs, change{b, b.local, b.remote})
+	}
+	p.mu.Unlock()
+	ok := true
+	for _, c := range cs {
+		ctx, cancel := context.WithTimeout(p.ctx, p.s.attemptTimeout())
+		var err error
+		if c.local == 0 {
+			err = c.b.units.Release(ctx)
+		} else {
+			err = c.b.units.Return(ctx, c.remote-c.local)
+		}
+		cancel()
+		if err != nil {
+			ok = ok && errors.Is(err, ErrLost)
+			continue
+		}
+		p.mu.Lock()
+		if slices.Contains(p.ledger.blocks, c.b) {
+			p.ledger.settled(c.b)
+			if c.b.remote == 0 {
+				close(c.b.gone)
+			}
+		}
+		p.mu.Unlock()
+	}
+	return ok
+}

@@ -1,0 +1,346 @@
+package etcdsem
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/fairsem/semaphore"
+)
+
+// WithBlocks makes the handle take units from etcd in blocks of at least size
+// units and grant them to its callers locally, with the core semaphore: a
+// grant costs no round trip while the handle's blocks have units free. A block
+// is one acquire in the semaphore's queue, like any holder's, so the capacity
+// holds across the fleet at every revision; the package doc says how blocks
+// follow demand and what stays exact. Block mode fits many grants per second
+// per process; plain mode (the default) fits few holders and strict FIFO
+// across the fleet. It panics if size is not positive or above
+// semaphore.MaxUnits.
+func WithBlocks(size int64) Option {
+	if size <= 0 || size > semaphore.MaxUnits {
+		panic(fmt.Sprintf("etcdsem: WithBlocks(%d): block size out of range [1, %d]", size, int64(semaphore.MaxUnits)))
+	}
+	return func(c *config) { c.blockSize = size }
+}
+
+// blockIdle is how long units sit free before a handle gives them back when
+// nobody else waits: units found free at two checks blockIdle apart go back.
+const blockIdle = time.Second
+
+// A blockPool serves a block-mode handle's callers from its blocks. The
+// callers' path touches only atomics and the epoch's core semaphore; a single
+// manager goroutine (blockdemand.go) asks etcd for blocks and gives units
+// back.
+type blockPool struct {
+	// fixed at creation
+	s    *Semaphore
+	size int64
+	wake chan struct{}   // capacity 1: something changed, the manager should look
+	stop chan struct{}   // closed by close
+	ctx  context.Context // of the pool's RPCs; cancelled by close
+	end  context.CancelFunc
+	wg   sync.WaitGroup
+
+	// atomic: read on the callers' path
+	ep        atomic.Pointer[epoch]  // the current epoch
+	token     atomic.Int64           // the highest block token ever held: only grows
+	seq       atomic.Int64           // numbers local grants, across epochs
+	capacity  atomic.Int64           // the capacity, as the mirror last showed it
+	broken    atomic.Pointer[string] // the reason while the mirror shows the semaphore broken
+	closed    atomic.Bool
+	contended atomic.Bool // others wait or the fleet is over capacity: releases wake the manager
+	granted   atomic.Uint64
+
+	mu        sync.Mutex
+	ledger    ledger                 // guarded by mu: the current epoch's blocks
+	waiters   map[*localWaiter]int64 // guarded by mu: callers waiting in the current epoch, with their units
+	waitUnits int64                  // guarded by mu: the sum of waiters' units
+	released  []*Units               // guarded by mu: blocks of ended epochs, for the manager to give back
+	requested int64                  // guarded by mu: units of the block asked of etcd now; 0 if none
+	reclaimed int64                  // guarded by mu: units the manager is taking back from callers; 0 if none
+
+	// owned by the manager goroutine
+	pending *blockRequest
+	reclaim *reclaimRequest
+	free    int64 // units free at the last idle check; -1 before the first
+}
+
+// An epoch is the life of a set of blocks: it ends when one is lost (every
+// holder of it is told) or the handle closes. Its core semaphore has capacity
+// semaphore.MaxUnits, of which the pool holds back every unit that no block
+// covers: adding a block releases its units, giving units back acquires them,
+// so the capacity never changes and never fails a waiter.
+type epoch struct {
+	local *semaphore.Semaphore
+	lost  chan struct{} // closed when a block of the epoch is lost
+	err   error         // why the epoch ended; written before lost closes or local breaks
+	inUse atomic.Int64  // units held by callers
+	holds atomic.Int64  // callers holding
+}
+
+func newEpoch() *epoch {
+	e := &epoch{local: semaphore.New(semaphore.MaxUnits), lost: make(chan struct{})}
+	e.local.TryAcquire(semaphore.MaxUnits) // held back until blocks cover units
+	return e
+}
+
+// A localWaiter is a caller waiting in the current epoch.
+type localWaiter struct {
+	cancel context.CancelCauseFunc // ends the wait with a *blockEnd cause
+}
+
+// blockEnd is why the pool ended a caller's wait: the error it gets.
+type blockEnd struct{ err error }
+
+func (e *blockEnd) Error() string { return e.err.Error() }
+func (e *blockEnd) Unwrap() error { return e.err }
+
+// newBlockPool starts the block pool of s, with the mirror as it is now.
+func newBlockPool(s *Semaphore, size int64) *blockPool {
+	p := &blockPool{
+		s:       s,
+		size:    size,
+		wake:    make(chan struct{}, 1),
+		stop:    make(chan struct{}),
+		waiters: make(map[*localWaiter]int64),
+		free:    -1,
+	}
+	p.ctx, p.end = context.WithCancel(s.bgCtx)
+	p.ep.Store(newEpoch())
+	p.observe(s.fleetView())
+	p.wg.Add(1)
+	go p.run()
+	return p
+}
+
+// signal wakes the manager.
+func (p *blockPool) signal() {
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+// acquire is Acquire in block mode: from the current epoch's units if they
+// are free and no caller waits; otherwise the caller waits in the epoch's
+// FIFO and the manager asks etcd for a block.
+func (p *blockPool) acquire(ctx context.Context, n int64) (*Units, error) {
+	start := time.Now()
+	if ctx.Err() != nil {
+		return nil, p.s.waitError(ctx, n, start)
+	}
+	op := acquireOp(n)
+	if err := p.refuse(ctx, op, n, start); err != nil {
+		return nil, err
+	}
+	ep := p.ep.Load()
+	if ep.local.TryAcquire(n) {
+		return p.grant(ep, n), nil
+	}
+	wctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	w := &localWaiter{cancel: cancel}
+	p.mu.Lock()
+	if p.ep.Load() != ep || p.closed.Load() {
+		p.mu.Unlock()
+		return nil, p.endError(op, ep)
+	}
+	p.waiters[w] = n
+	p.waitUnits += n
+	p.mu.Unlock()
+	p.signal()
+	err := ep.local.Acquire(wctx, n)
+	p.mu.Lock()
+	delete(p.waiters, w)
+	p.waitUnits -= n
+	p.mu.Unlock()
+	if err == nil {
+		return p.grant(ep, n), nil
+	}
+	if ctx.Err() != nil {
+		return nil, p.s.waitError(ctx, n, start)
+	}
+	var end *blockEnd
+	if errors.As(context.Cause(wctx), &end) || errors.As(err, &end) {
+		return nil, p.s.errorf(op, "%w", end.err)
+	}
+	return nil, p.s.errorf(op, "%w", err)
+}
+
+// endError is the error of a caller that found its epoch ended.
+func (p *blockPool) endError(op string, ep *epoch) error {
+	if p.closed.Load() {
+		return p.s.errorf(op, "%w", ErrClosed)
+	}
+	<-ep.lost // an epoch that ends without the handle closing was lost
+	return p.s.errorf(op, "%w", ep.err)
+}
+
+// refuse returns the error of a call for n units that cannot be served: the
+// handle is closed, the semaphore broken, or n above the capacity. Broken and
+// too large are decided on the mirror once it has caught up with etcd, so a
+// Repair or a growing Resize just before the call counts.
+func (p *blockPool) refuse(ctx context.Context, op string, n int64, start time.Time) error {
+	if p.closed.Load() {
+		return p.s.errorf(op, "%w", ErrClosed)
+	}
+	if p.broken.Load() == nil && n <= p.capacity.Load() {
+		return nil
+	}
+	if err := p.s.catchUp(ctx); err != nil {
+		return p.s.rpcError(ctx, op, n, start, err)
+	}
+	v := p.s.fleetView()
+	p.observe(v)
+	switch {
+	case v.broken:
+		return p.s.errorf(op, "broken: %s: %w", v.reason, semaphore.ErrBroken)
+	case n > v.capacity:
+		return p.s.errorf(op, "more than the capacity %d: %w", v.capacity, semaphore.ErrTooLarge)
+	}
+	return nil
+}
+
+// grant returns the Units of a local grant of n units in ep. The token is read
+// after the grant: a block's token is published before its units are (see
+// addBlock), so the token is at least that of every block whose units the
+// grant could use.
+func (p *blockPool) grant(ep *epoch, n int64) *Units {
+	ep.inUse.Add(n)
+	ep.holds.Add(1)
+	p.granted.Add(1)
+	h := &localHold{p: p, ep: ep, seq: p.seq.Add(1)}
+	h.n.Store(n)
+	return &Units{s: p.s, local: h, token: p.token.Load()}
+}
+
+// tryAcquire is TryAcquire in block mode: from the epoch's free units if no
+// caller waits; with none free, it asks etcd for a block without queueing (a
+// plain TryAcquire of max(n, block size) units, then of n).
+func (p *blockPool) tryAcquire(ctx context.Context, n int64) (*Units, bool, error) {
+	start := time.Now()
+	if ctx.Err() != nil {
+		return nil, false, p.s.waitError(ctx, n, start)
+	}
+	op := tryOp(n)
+	if err := p.refuse(ctx, op, n, start); err != nil {
+		return nil, false, err
+	}
+	ep := p.ep.Load()
+	if ep.local.TryAcquire(n) {
+		return p.grant(ep, n), true, nil
+	}
+	if ep.local.Waiters() > 0 {
+		return nil, false, nil // callers wait here: never jump them
+	}
+	for _, ask := range []int64{min(max(n, p.size), p.capacity.Load()), n} {
+		if ask < n {
+			continue
+		}
+		u, ok, err := p.s.tryAcquireKey(ctx, ask)
+		if err != nil {
+			return nil, false, err
+		}
+		if ok {
+			p.addBlock(ep, u)
+			if ep.local.TryAcquire(n) {
+				return p.grant(ep, n), true, nil
+			}
+			return nil, false, nil
+		}
+		if ask == n {
+			break
+		}
+	}
+	return nil, false, nil
+}
+
+// addBlock adds the block u to ep, if ep is still current and the handle open;
+// otherwise it hands u to the manager to give back. The token is published
+// before the units: see grant.
+func (p *blockPool) addBlock(ep *epoch, u *Units) {
+	n, tok := u.Count(), u.Token()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ep.Load() != ep || p.closed.Load() || n == 0 {
+		p.released = append(p.released, u)
+		p.signal()
+		return
+	}
+	b := p.ledger.add(u, tok, n)
+	b.gone = make(chan struct{})
+	if tok > p.token.Load() {
+		p.token.Store(tok)
+	}
+	ep.local.Release(n)
+	p.wg.Add(1)
+	go p.watchBlock(ep, b)
+}
+
+// watchBlock ends ep when b is lost. Lost closes for the block's Units before
+// the lease can expire on the server (see lease), and ending the epoch closes
+// every local holder's Lost at once after it, within the safety margin.
+func (p *blockPool) watchBlock(ep *epoch, b *ledgerBlock) {
+	defer p.wg.Done()
+	select {
+	case <-b.units.Lost():
+		p.s.mu.Lock()
+		cause := b.units.r.err
+		p.s.mu.Unlock()
+		p.lose(ep, fmt.Errorf("block of token %d: %w", b.token, cause))
+	case <-b.gone:
+	case <-p.stop:
+	}
+}
+
+// lose ends ep, if current, because a block of it was lost: every holder's
+// Lost closes, every waiter fails with cause, and the epoch's other blocks
+// are given back; a new epoch starts with no blocks.
+func (p *blockPool) lose(ep *epoch, cause error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ep.Load() != ep || p.closed.Load() {
+		return
+	}
+	ep.err = cause
+	close(ep.lost)
+	p.endLocked(ep, cause)
+	for _, b := range p.ledger.blocks {
+		close(b.gone)
+		p.released = append(p.released, b.units)
+	}
+	p.ledger = ledger{}
+	p.ep.Store(newEpoch())
+	p.signal()
+}
+
+// endLocked fails ep's waiters with cause and breaks its semaphore, so that
+// a caller arriving late fails too. p.mu is held.
+func (p *blockPool) endLocked(ep *epoch, cause error) {
+	end := &blockEnd{err: cause}
+	for w := range p.waiters {
+		w.cancel(end)
+	}
+	ep.local.Break(end)
+}
+
+// close ends the pool for Close: waiters fail with ErrClosed, holders keep
+// their units until the lease is revoked (Close gives them back; Lost does
+// not close), and the manager stops.
+func (p *blockPool) close() {
+	if !p.closed.CompareAndSwap(false, true) {
+		return
+	}
+	p.mu.Lock()
+	ep := p.ep.Load()
+	ep.err = ErrClosed
+	p.endLocked(ep, ErrClosed)
+	p.mu.Unlock()
+	close(p.stop)
+	p.end()
+	p.wg.Wait()
+}
