@@ -1,8 +1,12 @@
 package etcdsem
 
 import (
+	"context"
 	"errors"
 	"github.com/fairsem/semaphore"
+	"runtime"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -272,4 +276,123 @@ func TestBlocks_ReturnGivesBackPartOfALocalGrant(t *testing.T) {
 	require.NoError(t, u.Return(ctx, 1))
 	assert.Zero(t, u.Count(), "returning all is Release")
 	require.NoError(t, u2.Release(ctx))
+}
+
+// The headline guarantee in block mode: when a handle is cut off from etcd,
+// Lost closes for every local holder of its blocks before anyone else can be
+// granted the blocks' units; its waiters fail with ErrLost; once etcd is back
+// it takes new blocks, with tokens after the lost ones.
+func TestBlocks_LostClosesForEveryLocalHolderBeforeTheNextGrant(t *testing.T) {
+	ep := sharedEndpoint(t)
+	name := testName(t)
+	log := &grantLog{}
+	checkHistoryAtEnd(t, ep, name, log)
+	px := newProxy(t, ep)
+	a := newSem(t, newClient(t, px.endpoint()), name, WithCapacity(2), WithBlocks(2),
+		WithTTL(2*time.Second), WithSafetyMargin(500*time.Millisecond))
+	t.Cleanup(px.release) // before a's Close, which needs the server's replies
+	b := newSem(t, newClient(t, ep), name)
+	ctx := testCtx(t, time.Minute)
+
+	var hs []*Units
+	for range 2 {
+		u, err := a.Acquire(ctx, 1)
+		require.NoError(t, err)
+		log.add(u)
+		hs = append(hs, u)
+	}
+	waitErr := make(chan error, 1)
+	go func() {
+		_, err := a.Acquire(ctx, 1)
+		waitErr <- err
+	}()
+	waitFor(t, "a's caller waits", func() bool { return a.blocks.ep.Load().local.Waiters() == 1 })
+	granted := make(chan time.Time, 1)
+	var next *Units
+	go func() {
+		u, err := b.Acquire(ctx, 2)
+		assert.NoError(t, err)
+		next = u
+		granted <- time.Now()
+	}()
+	waitWaiters(t, b, 1)
+
+	px.hold(true, true)
+	var lostAt [2]time.Time
+	for i, h := range hs {
+		select {
+		case <-h.Lost():
+			lostAt[i] = time.Now()
+		case <-ctx.Done():
+			t.Fatal("Lost never closed")
+		}
+	}
+	grantedAt := <-granted
+	log.add(next)
+	for i, h := range hs {
+		assert.True(t, lostAt[i].Before(grantedAt), "holder %d told %v after the next grant", i, lostAt[i].Sub(grantedAt))
+		assert.ErrorIs(t, h.Err(), ErrLost)
+		assert.ErrorIs(t, h.Release(ctx), ErrLost, "releasing lost units reports the loss")
+		assert.Zero(t, h.Count())
+	}
+	t.Logf("Lost closed %v before the next grant", grantedAt.Sub(lostAt[0]).Round(time.Millisecond))
+	assert.ErrorIs(t, <-waitErr, ErrLost, "the waiter fails with the loss")
+
+	px.release()
+	px.dropConns()
+	require.NoError(t, next.Release(ctx))
+	u, err := a.Acquire(ctx, 1)
+	require.NoError(t, err, "a takes a new block once etcd is back")
+	log.add(u)
+	assert.Greater(t, u.Token(), hs[0].Token(), "the new block's token orders after the lost one")
+	require.NoError(t, u.Release(ctx))
+}
+
+// Stress: handles in block mode and one in plain mode share a semaphore;
+// callers of weights 1 to 3 come and go, some giving up. At every moment the
+// units held by callers of every handle are at most the capacity, and the
+// history checker finds etcd's history clean.
+func TestBlocks_StressKeepsTheBoundAcrossHandles(t *testing.T) {
+	ep := sharedEndpoint(t)
+	name := testName(t)
+	log := &grantLog{}
+	checkHistoryAtEnd(t, ep, name, log)
+	const capacity, rounds = 6, 25
+	sems := []*Semaphore{
+		newSem(t, newClient(t, ep), name, WithCapacity(capacity), WithBlocks(2), WithClientName("b0")),
+		newSem(t, newClient(t, ep), name, WithBlocks(3), WithClientName("b1")),
+		newSem(t, newClient(t, ep), name, WithBlocks(1), WithClientName("b2")),
+		newSem(t, newClient(t, ep), name, WithClientName("plain")),
+	}
+	ctx := testCtx(t, 2*time.Minute)
+	var inUse, peak atomic.Int64
+	var wg sync.WaitGroup
+	for i := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s := sems[i%len(sems)]
+			for r := range rounds {
+				n := int64(1 + (i+r)%3)
+				actx, cancel := context.WithTimeout(ctx, time.Duration(50+(i*r)%200)*time.Millisecond)
+				u, err := s.Acquire(actx, n)
+				cancel()
+				if err != nil {
+					assert.ErrorIs(t, err, semaphore.ErrTimedOut)
+					continue
+				}
+				log.add(u)
+				now := inUse.Add(n)
+				for p := peak.Load(); now > p && !peak.CompareAndSwap(p, now); p = peak.Load() {
+				}
+				assert.LessOrEqual(t, now, int64(capacity), "units held across handles")
+				runtime.Gosched()
+				inUse.Add(-n)
+				assert.NoError(t, u.Release(ctx))
+			}
+		}()
+	}
+	wg.Wait()
+	t.Logf("peak %d of %d units held", peak.Load(), capacity)
+	assert.Positive(t, peak.Load())
 }
