@@ -217,14 +217,7 @@ func (p *blockPool) step(idle bool) bool {
 	if excess <= 0 && p.reclaim != nil {
 		p.reclaim.cancel()
 	}
-	if k := min(excess, free); k > 0 && ep.local.TryAcquire(k) {
-		p.mu.Lock()
-		if p.ep.Load() == ep {
-			p.ledger.take(k)
-		}
-		p.mu.Unlock()
-		excess -= k
-	}
+	excess -= p.takeFree(ep, min(excess, free))
 	if excess > 0 && contended && !v.broken && waiting > 0 && p.reclaim == nil {
 		p.startReclaim(ep, excess)
 	}
@@ -242,6 +235,20 @@ func (p *blockPool) step(idle bool) bool {
 		}
 	}
 	return ok
+}
+
+// takeFree takes k free units of ep out of local use, if they are free and no
+// caller waits, and returns the units taken: k or 0.
+func (p *blockPool) takeFree(ep *epoch, k int64) int64 {
+	if k <= 0 || !ep.local.TryAcquire(k) {
+		return 0
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ep.Load() == ep {
+		p.ledger.take(k)
+	}
+	return k
 }
 
 // ask sends one block request for n units on its own goroutine.
