@@ -27,17 +27,23 @@ import (
 //     for one block (an acquire of one key, in the fleet's FIFO queue): enough
 //     for what its callers wait for, at least the block size, at most what
 //     its target leaves room for, and never less than the head can use. It
-//     cancels the request when nobody waits any longer.
+//     cancels the request when nobody waits any longer, and asks again when
+//     the request's key is not in the queue a TTL after it was asked.
 //   - Give back: when another handle waits in etcd, the fleet holds more than
 //     the capacity (a shrinking Resize) or the semaphore is broken, the handle
-//     gives back what it holds above its target: its free units at once, and
-//     the rest by taking units from its callers' FIFO as they come back (it
-//     queues behind the callers waiting then, so it revokes nobody). With the
-//     fleet quiet, units found free at two idle checks in a row go back.
+//     gives back its free units at once (ahead of its own waiting callers: the
+//     head of its queue does not fit in them, and they hold nothing), and
+//     what it holds above its target as its callers release it (the manager
+//     queues behind the callers waiting then, so it revokes nobody). When
+//     another handle's key has headed the etcd queue for blockIdle, the
+//     target is 0: every handle drains to it, so no request in the fleet
+//     starves behind local grants, whatever its size. With the fleet quiet,
+//     units found free at two idle checks in a row go back.
 //   - Units leave the callers' pool before the key's weight drops in etcd
 //     (ledger), so the handle never grants more than its keys weigh.
 type blockRequest struct {
 	ep     *epoch
+	at     time.Time // when asked
 	cancel context.CancelFunc
 	done   chan blockResult // capacity 1: the goroutine never blocks
 }
@@ -47,14 +53,6 @@ type blockResult struct {
 	err error
 }
 
-// A reclaimRequest takes units back from the callers' pool in FIFO order.
-type reclaimRequest struct {
-	ep     *epoch
-	n      int64
-	cancel context.CancelFunc
-	done   chan error // capacity 1
-}
-
 // fleetView is what a step reads of the mirror.
 type fleetView struct {
 	capacity      int64
@@ -62,6 +60,8 @@ type fleetView struct {
 	reason        string
 	held          int64   // units granted to every handle (unknown keys count)
 	othersWaiting bool    // another handle has a waiting key
+	mineWaiting   bool    // this handle has a waiting key on its current lease
+	otherHead     string  // the first waiting key, if another handle's
 	others        []int64 // each other handle's demand: units held and waited for
 }
 
@@ -82,7 +82,11 @@ func (s *Semaphore) fleetView() fleetView {
 		if k.state != keyWaiting {
 			v.held = addSat(v.held, k.n)
 		}
+		if k.state == keyWaiting && !v.mineWaiting && !v.othersWaiting && k.lease != mine {
+			v.otherHead = k.key
+		}
 		if k.lease == mine {
+			v.mineWaiting = v.mineWaiting || k.state == keyWaiting
 			continue
 		}
 		if k.state == keyWaiting {
@@ -121,18 +125,11 @@ func (p *blockPool) run() {
 		if p.pending != nil {
 			granted = p.pending.done
 		}
-		var reclaimed chan error
-		if p.reclaim != nil {
-			reclaimed = p.reclaim.done
-		}
 		idle := false
 		select {
 		case <-p.stop:
 			if p.pending != nil {
 				p.pending.cancel()
-			}
-			if p.reclaim != nil {
-				p.reclaim.cancel()
 			}
 			return
 		case <-p.wake:
@@ -141,8 +138,6 @@ func (p *blockPool) run() {
 			retry = nil
 		case res := <-granted:
 			p.blockGranted(res)
-		case err := <-reclaimed:
-			p.reclaimDone(err)
 		case <-tick.C:
 			idle = true
 		}
@@ -157,34 +152,83 @@ func (p *blockPool) run() {
 func (p *blockPool) step(idle bool) bool {
 	v := p.s.fleetView()
 	p.observe(v)
+	contended := v.broken || v.othersWaiting || v.held > v.capacity
+	p.contended.Store(contended)
+	drain := false // another handle has headed the etcd queue for blockIdle
+	switch {
+	case v.otherHead == "":
+		p.head = ""
+	case v.otherHead != p.head:
+		p.head, p.headSince = v.otherHead, time.Now()
+	default:
+		drain = time.Since(p.headSince) >= blockIdle
+	}
 
 	p.mu.Lock()
 	ep := p.ep.Load()
-	var maxN int64
-	for w, n := range p.waiters {
+	p.failLocked(ep, func(w *localWaiter) error {
 		switch {
+		case w.reclaim:
+			return nil
 		case v.broken:
-			w.cancel(&blockEnd{fmt.Errorf("broken: %s: %w", v.reason, semaphore.ErrBroken)})
-		case n > v.capacity:
-			w.cancel(&blockEnd{fmt.Errorf("capacity shrunk to %d: %w", v.capacity, semaphore.ErrTooLarge)})
-		default:
-			maxN = max(maxN, n)
+			return fmt.Errorf("broken: %s: %w", v.reason, semaphore.ErrBroken)
+		case w.n > v.capacity:
+			return fmt.Errorf("capacity shrunk to %d: %w", v.capacity, semaphore.ErrTooLarge)
+		}
+		return nil
+	})
+	var maxN int64
+	for _, w := range p.queue {
+		if !w.reclaim {
+			maxN = max(maxN, w.n)
 		}
 	}
 	waiting := p.waitUnits
 	held := p.ledger.local()
 	free := ep.local.Available()
-	inUse := held - free
+	target := fairShare(v.capacity, addSat(held-free, waiting), v.others)
+	if drain {
+		target = 0 // no request in the fleet starves behind local grants
+	}
+
+	// Give back: free units at once, ahead of the callers waiting (the head
+	// does not fit in them), and units above the target as callers release
+	// them, in the queue's order.
+	var giveFree, over int64
+	switch {
+	case v.broken:
+		giveFree = free
+	case contended:
+		giveFree, over = free, held-target
+	case idle && waiting == 0 && p.free > 0:
+		giveFree = min(p.free, free)
+	}
+	if idle {
+		p.free = free
+	}
+	if p.takeFreeLocked(ep, giveFree) {
+		held, free, over = held-giveFree, free-giveFree, over-giveFree
+	}
+	switch {
+	case over > 0 && !v.broken && p.reclaimer == nil:
+		p.reclaimer = &localWaiter{n: over, reclaim: true, ready: make(chan struct{})}
+		p.enqueueLocked(p.reclaimer)
+		p.serveLocked(ep)
+	case over <= 0 && p.reclaimer != nil:
+		p.dequeueLocked(p.reclaimer)
+	}
 	released := p.released
 	p.released = nil
 	p.mu.Unlock()
 
-	contended := v.broken || v.othersWaiting || v.held > v.capacity
-	p.contended.Store(contended)
-	target := fairShare(v.capacity, addSat(inUse, waiting), v.others)
-
 	// Ask.
 	if p.pending != nil && (waiting <= free || v.broken || p.pending.ep != ep) {
+		p.pending.cancel()
+	}
+	if p.pending != nil && !v.mineWaiting && time.Since(p.pending.at) > p.s.cfg.ttl {
+		// Its key is not in the queue a TTL after it was asked: the request
+		// is stuck outside it (its lease was lost, etcd does not answer).
+		// Ask again: it had no place to keep.
 		p.pending.cancel()
 	}
 	// A block is demand too: asking counts a whole block as wanted, within
@@ -199,27 +243,6 @@ func (p *blockPool) step(idle bool) bool {
 		if ask > 0 {
 			p.ask(ep, ask)
 		}
-	}
-
-	// Give back.
-	var excess int64
-	switch {
-	case v.broken:
-		excess = held
-	case contended:
-		excess = held - target
-	case idle && waiting == 0 && p.free > 0:
-		excess = min(p.free, free)
-	}
-	if idle {
-		p.free = free
-	}
-	if excess <= 0 && p.reclaim != nil {
-		p.reclaim.cancel()
-	}
-	excess -= p.takeFree(ep, min(excess, free))
-	if excess > 0 && contended && !v.broken && waiting > 0 && p.reclaim == nil {
-		p.startReclaim(ep, excess)
 	}
 
 	ok := p.settle()
@@ -237,24 +260,20 @@ func (p *blockPool) step(idle bool) bool {
 	return ok
 }
 
-// takeFree takes k free units of ep out of local use, if they are free and no
-// caller waits, and returns the units taken: k or 0.
-func (p *blockPool) takeFree(ep *epoch, k int64) int64 {
-	if k <= 0 || !ep.local.TryAcquire(k) {
-		return 0
+// takeFreeLocked takes k free units of ep out of local use, if they are
+// free, ahead of the callers waiting. p.mu is held.
+func (p *blockPool) takeFreeLocked(ep *epoch, k int64) bool {
+	if k <= 0 || p.ep.Load() != ep || !ep.local.TryAcquire(k) {
+		return false
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.ep.Load() == ep {
-		p.ledger.take(k)
-	}
-	return k
+	p.ledger.take(k)
+	return true
 }
 
 // ask sends one block request for n units on its own goroutine.
 func (p *blockPool) ask(ep *epoch, n int64) {
 	ctx, cancel := context.WithCancel(p.ctx)
-	req := &blockRequest{ep: ep, cancel: cancel, done: make(chan blockResult, 1)}
+	req := &blockRequest{ep: ep, at: time.Now(), cancel: cancel, done: make(chan blockResult, 1)}
 	p.pending = req
 	p.mu.Lock()
 	p.requested = n
@@ -277,35 +296,6 @@ func (p *blockPool) blockGranted(res blockResult) {
 	p.mu.Unlock()
 	if res.err == nil {
 		p.addBlock(req.ep, res.u)
-	}
-}
-
-// startReclaim takes n units from the callers' pool, queueing behind the
-// callers waiting now.
-func (p *blockPool) startReclaim(ep *epoch, n int64) {
-	ctx, cancel := context.WithCancel(p.ctx)
-	rq := &reclaimRequest{ep: ep, n: n, cancel: cancel, done: make(chan error, 1)}
-	p.reclaim = rq
-	p.mu.Lock()
-	p.reclaimed = n
-	p.mu.Unlock()
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
-		rq.done <- ep.local.Acquire(ctx, n)
-	}()
-}
-
-// reclaimDone takes the reclaim's answer: units taken are out of local use.
-func (p *blockPool) reclaimDone(err error) {
-	rq := p.reclaim
-	p.reclaim = nil
-	rq.cancel()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.reclaimed = 0
-	if err == nil && p.ep.Load() == rq.ep {
-		p.ledger.take(rq.n)
 	}
 }
 

@@ -71,13 +71,10 @@ func (h *localHold) release(u *Units) error {
 	return nil
 }
 
-// give returns n units to the epoch's semaphore.
+// give returns n units to the epoch.
 func (h *localHold) give(n int64) {
 	h.ep.inUse.Add(-n)
-	h.ep.local.Release(n)
-	if h.p.contended.Load() {
-		h.p.signal() // another handle waits: the manager may give these back
-	}
+	h.p.giveBack(h.ep, n)
 }
 
 // ret gives back m of the units and keeps the rest.

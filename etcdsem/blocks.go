@@ -2,8 +2,8 @@ package etcdsem
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -56,24 +56,29 @@ type blockPool struct {
 	granted   atomic.Uint64
 
 	mu        sync.Mutex
-	ledger    ledger                 // guarded by mu: the current epoch's blocks
-	waiters   map[*localWaiter]int64 // guarded by mu: callers waiting in the current epoch, with their units
-	waitUnits int64                  // guarded by mu: the sum of waiters' units
-	released  []*Units               // guarded by mu: blocks of ended epochs, for the manager to give back
-	requested int64                  // guarded by mu: units of the block asked of etcd now; 0 if none
-	reclaimed int64                  // guarded by mu: units the manager is taking back from callers; 0 if none
+	ledger    ledger         // guarded by mu: the current epoch's blocks
+	queue     []*localWaiter // guarded by mu: the current epoch's callers waiting, in arrival order
+	waitUnits int64          // guarded by mu: the units callers in queue wait for
+	nwait     atomic.Int64   // len(queue), written under mu: the callers' path reads it to queue behind
+	reclaimer *localWaiter   // guarded by mu: the manager's place in queue, taking units back; nil if none
+	released  []*Units       // guarded by mu: blocks of ended epochs, for the manager to give back
+	requested int64          // guarded by mu: units of the block asked of etcd now; 0 if none
 
 	// owned by the manager goroutine
-	pending *blockRequest
-	reclaim *reclaimRequest
-	free    int64 // units free at the last idle check; -1 before the first
+	pending   *blockRequest
+	free      int64     // units free at the last idle check; -1 before the first
+	head      string    // the key of another handle heading the etcd queue at the last look
+	headSince time.Time // since when it has
 }
 
 // An epoch is the life of a set of blocks: it ends when one is lost (every
-// holder of it is told) or the handle closes. Its core semaphore has capacity
-// semaphore.MaxUnits, of which the pool holds back every unit that no block
-// covers: adding a block releases its units, giving units back acquires them,
-// so the capacity never changes and never fails a waiter.
+// holder of it is told) or the handle closes. Its core semaphore counts the
+// units: its capacity is semaphore.MaxUnits, of which the pool holds back
+// every unit that no block covers (adding a block releases its units, taking
+// units back acquires them), so Available is the blocks' units that no
+// caller holds. Only TryAcquire is ever called on it: callers that must wait
+// wait in the pool's queue, where the manager can take free units ahead of
+// them (they hold nothing, so nobody is revoked).
 type epoch struct {
 	local *semaphore.Semaphore
 	lost  chan struct{} // closed when a block of the epoch is lost
@@ -88,16 +93,15 @@ func newEpoch() *epoch {
 	return e
 }
 
-// A localWaiter is a caller waiting in the current epoch.
+// A localWaiter is a caller (or the manager taking units back) waiting in the
+// pool's queue. Guarded by blockPool.mu.
 type localWaiter struct {
-	cancel context.CancelCauseFunc // ends the wait with a *blockEnd cause
+	n       int64
+	reclaim bool          // the manager's: the units it is served go back to etcd
+	ready   chan struct{} // closed when served or failed
+	done    bool          // served or failed: out of the queue
+	err     error         // why it failed; nil when served
 }
-
-// blockEnd is why the pool ended a caller's wait: the error it gets.
-type blockEnd struct{ err error }
-
-func (e *blockEnd) Error() string { return e.err.Error() }
-func (e *blockEnd) Unwrap() error { return e.err }
 
 // newBlockPool starts the block pool of s, with the mirror as it is now.
 func newBlockPool(s *Semaphore, size int64) *blockPool {
@@ -106,7 +110,6 @@ func newBlockPool(s *Semaphore, size int64) *blockPool {
 		size:    size,
 		wake:    make(chan struct{}, 1),
 		stop:    make(chan struct{}),
-		waiters: make(map[*localWaiter]int64),
 		free:    -1,
 	}
 	p.ctx, p.end = context.WithCancel(s.bgCtx)
@@ -126,8 +129,8 @@ func (p *blockPool) signal() {
 }
 
 // acquire is Acquire in block mode: from the current epoch's units if they
-// are free and no caller waits; otherwise the caller waits in the epoch's
-// FIFO and the manager asks etcd for a block.
+// are free and no caller waits; otherwise the caller waits in the pool's
+// FIFO queue and the manager asks etcd for a block.
 func (p *blockPool) acquire(ctx context.Context, n int64) (*Units, error) {
 	start := time.Now()
 	if ctx.Err() != nil {
@@ -138,46 +141,114 @@ func (p *blockPool) acquire(ctx context.Context, n int64) (*Units, error) {
 		return nil, err
 	}
 	ep := p.ep.Load()
-	if ep.local.TryAcquire(n) {
+	if p.nwait.Load() == 0 && ep.local.TryAcquire(n) {
 		return p.grant(ep, n), nil
 	}
-	wctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	w := &localWaiter{cancel: cancel}
 	p.mu.Lock()
-	if p.ep.Load() != ep || p.closed.Load() {
+	if p.closed.Load() {
 		p.mu.Unlock()
-		return nil, p.endError(op, ep)
+		return nil, p.s.errorf(op, "%w", ErrClosed)
 	}
-	p.waiters[w] = n
-	p.waitUnits += n
+	ep = p.ep.Load() // a caller arriving after a loss waits in the new epoch
+	w := &localWaiter{n: n, ready: make(chan struct{})}
+	p.enqueueLocked(w)
+	p.serveLocked(ep)
 	p.mu.Unlock()
 	p.signal()
-	err := ep.local.Acquire(wctx, n)
-	p.mu.Lock()
-	delete(p.waiters, w)
-	p.waitUnits -= n
-	p.mu.Unlock()
-	if err == nil {
-		return p.grant(ep, n), nil
+	select {
+	case <-w.ready:
+	case <-ctx.Done():
 	}
-	if ctx.Err() != nil {
+	p.mu.Lock()
+	if !w.done {
+		p.dequeueLocked(w)
+		p.serveLocked(ep) // a head leaving may let the callers behind it in
+		p.mu.Unlock()
 		return nil, p.s.waitError(ctx, n, start)
 	}
-	var end *blockEnd
-	if errors.As(context.Cause(wctx), &end) || errors.As(err, &end) {
-		return nil, p.s.errorf(op, "%w", end.err)
+	p.mu.Unlock()
+	switch {
+	case w.err != nil:
+		return nil, p.s.errorf(op, "%w", w.err)
+	case ctx.Err() != nil:
+		// Decided on ctx whenever it has ended, even if a grant raced it:
+		// the units pass on, as in-process.
+		p.giveBack(ep, n)
+		return nil, p.s.waitError(ctx, n, start)
 	}
-	return nil, p.s.errorf(op, "%w", err)
+	return p.grant(ep, n), nil
 }
 
-// endError is the error of a caller that found its epoch ended.
-func (p *blockPool) endError(op string, ep *epoch) error {
-	if p.closed.Load() {
-		return p.s.errorf(op, "%w", ErrClosed)
+// enqueueLocked appends w to the queue. p.mu is held.
+func (p *blockPool) enqueueLocked(w *localWaiter) {
+	p.queue = append(p.queue, w)
+	p.nwait.Store(int64(len(p.queue)))
+	if !w.reclaim {
+		p.waitUnits += w.n
 	}
-	<-ep.lost // an epoch that ends without the handle closing was lost
-	return p.s.errorf(op, "%w", ep.err)
+}
+
+// dequeueLocked takes w out of the queue. p.mu is held.
+func (p *blockPool) dequeueLocked(w *localWaiter) {
+	if i := slices.Index(p.queue, w); i >= 0 {
+		p.queue = slices.Delete(p.queue, i, i+1)
+	}
+	p.nwait.Store(int64(len(p.queue)))
+	if !w.reclaim {
+		p.waitUnits -= w.n
+	}
+	if p.reclaimer == w {
+		p.reclaimer = nil
+	}
+	w.done = true
+}
+
+// serveLocked serves the queue's head while its units are free in ep, in
+// order: a head that does not fit holds back the callers behind it, so a
+// large request is never starved. A reclaimer served takes its units out of
+// local use. p.mu is held.
+func (p *blockPool) serveLocked(ep *epoch) {
+	for len(p.queue) > 0 && p.ep.Load() == ep {
+		w := p.queue[0]
+		if !ep.local.TryAcquire(w.n) {
+			return
+		}
+		p.dequeueLocked(w)
+		if w.reclaim {
+			p.ledger.take(w.n)
+			p.signal() // the manager tells etcd
+		}
+		close(w.ready)
+	}
+}
+
+// failLocked fails the waiters for which fail returns an error, then serves
+// the queue. p.mu is held.
+func (p *blockPool) failLocked(ep *epoch, fail func(w *localWaiter) error) {
+	for _, w := range slices.Clone(p.queue) {
+		if err := fail(w); err != nil {
+			p.dequeueLocked(w)
+			w.err = err
+			close(w.ready)
+		}
+	}
+	p.serveLocked(ep)
+}
+
+// giveBack returns n units a caller held (or was granted) to ep and serves
+// the queue. The units reach the semaphore before the queue is looked at,
+// and a caller that queues looks after it queued, so neither misses the
+// other (see acquire).
+func (p *blockPool) giveBack(ep *epoch, n int64) {
+	ep.local.Release(n)
+	if p.nwait.Load() > 0 {
+		p.mu.Lock()
+		p.serveLocked(ep)
+		p.mu.Unlock()
+	}
+	if p.contended.Load() {
+		p.signal() // another handle waits: the manager may give these back
+	}
 }
 
 // refuse returns the error of a call for n units that cannot be served: the
@@ -231,11 +302,11 @@ func (p *blockPool) tryAcquire(ctx context.Context, n int64) (*Units, bool, erro
 		return nil, false, err
 	}
 	ep := p.ep.Load()
+	if p.nwait.Load() > 0 {
+		return nil, false, nil // callers wait here: never jump them
+	}
 	if ep.local.TryAcquire(n) {
 		return p.grant(ep, n), true, nil
-	}
-	if ep.local.Waiters() > 0 {
-		return nil, false, nil // callers wait here: never jump them
 	}
 	for _, ask := range []int64{min(max(n, p.size), p.capacity.Load()), n} {
 		if ask < n {
@@ -277,6 +348,7 @@ func (p *blockPool) addBlock(ep *epoch, u *Units) {
 		p.token.Store(tok)
 	}
 	ep.local.Release(n)
+	p.serveLocked(ep)
 	p.wg.Add(1)
 	go p.watchBlock(ep, b)
 }
@@ -318,14 +390,11 @@ func (p *blockPool) lose(ep *epoch, cause error) {
 	p.signal()
 }
 
-// endLocked fails ep's waiters with cause and breaks its semaphore, so that
-// a caller arriving late fails too. p.mu is held.
+// endLocked fails every waiter with cause and breaks ep's semaphore, so that
+// a caller holding ep from before cannot take its units. p.mu is held.
 func (p *blockPool) endLocked(ep *epoch, cause error) {
-	end := &blockEnd{err: cause}
-	for w := range p.waiters {
-		w.cancel(end)
-	}
-	ep.local.Break(end)
+	p.failLocked(ep, func(*localWaiter) error { return cause })
+	ep.local.Break(cause)
 }
 
 // close ends the pool for Close: waiters fail with ErrClosed, holders keep
@@ -343,4 +412,15 @@ func (p *blockPool) close() {
 	close(p.stop)
 	p.end()
 	p.wg.Wait()
+}
+
+// ledgerSnapshot returns a copy of the current epoch's blocks.
+func (p *blockPool) ledgerSnapshot() []ledgerBlock {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]ledgerBlock, len(p.ledger.blocks))
+	for i, b := range p.ledger.blocks {
+		out[i] = *b
+	}
+	return out
 }

@@ -17,7 +17,6 @@ func testPool() *blockPool {
 		size:    1,
 		wake:    make(chan struct{}, 1),
 		stop:    make(chan struct{}),
-		waiters: make(map[*localWaiter]int64),
 		free:    -1,
 	}
 	p.ctx, p.end = context.WithCancel(context.Background())
@@ -104,8 +103,14 @@ func FuzzBlockAccounting(f *testing.F) {
 					}
 					assert.Equal(t, h.n, h.u.Count())
 				}
-			case 4: // the manager takes free units back
-				p.takeFree(ep, 1+arg%4)
+			case 4: // the manager takes free units back, or queues to take them
+				p.mu.Lock()
+				if k := 1 + arg%4; !p.takeFreeLocked(ep, k) && p.reclaimer == nil {
+					p.reclaimer = &localWaiter{n: k, reclaim: true, ready: make(chan struct{})}
+					p.enqueueLocked(p.reclaimer)
+					p.serveLocked(ep)
+				}
+				p.mu.Unlock()
 			case 5: // etcd applies a block's new weight
 				p.mu.Lock()
 				if bs := p.ledger.unsettled(); len(bs) > 0 {
@@ -139,6 +144,11 @@ func FuzzBlockAccounting(f *testing.F) {
 			assert.Equal(t, held, ep.inUse.Load(), "the epoch counts its holders' units")
 			assert.LessOrEqual(t, held, local, "the bound: callers hold at most the blocks' units")
 			assert.Equal(t, local, ep.local.Available()+held, "free and held units are the blocks' units")
+			p.mu.Lock()
+			if p.reclaimer != nil {
+				assert.Greater(t, p.reclaimer.n, ep.local.Available(), "a reclaimer waits only while its units are not free")
+			}
+			p.mu.Unlock()
 		}
 		for _, u := range lostHolds {
 			select {

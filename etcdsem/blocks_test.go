@@ -126,7 +126,7 @@ func TestBlocks_BreakFailsWaitersAndDrainEnds(t *testing.T) {
 		_, err := s.Acquire(ctx, 1)
 		waitErr <- err
 	}()
-	waitFor(t, "the caller waits", func() bool { return s.blocks.ep.Load().local.Waiters() == 1 })
+	waitFor(t, "the caller waits", func() bool { return s.blocks.nwait.Load() == 1 })
 
 	require.NoError(t, admin.Break(ctx, errors.New("maintenance")))
 	err = <-waitErr
@@ -203,7 +203,7 @@ func TestBlocks_CloseFailsWaitersAndReleaseAfterIsNil(t *testing.T) {
 		_, err := s.Acquire(ctx, 1)
 		waitErr <- err
 	}()
-	waitFor(t, "the caller waits", func() bool { return s.blocks.ep.Load().local.Waiters() == 1 })
+	waitFor(t, "the caller waits", func() bool { return s.blocks.nwait.Load() == 1 })
 	require.NoError(t, s.Close())
 	assert.ErrorIs(t, <-waitErr, ErrClosed)
 	assert.NoError(t, u.Release(ctx), "Close gave the units back")
@@ -306,7 +306,7 @@ func TestBlocks_LostClosesForEveryLocalHolderBeforeTheNextGrant(t *testing.T) {
 		_, err := a.Acquire(ctx, 1)
 		waitErr <- err
 	}()
-	waitFor(t, "a's caller waits", func() bool { return a.blocks.ep.Load().local.Waiters() == 1 })
+	waitFor(t, "a's caller waits", func() bool { return a.blocks.nwait.Load() == 1 })
 	granted := make(chan time.Time, 1)
 	var next *Units
 	go func() {
