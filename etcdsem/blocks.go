@@ -106,11 +106,11 @@ type localWaiter struct {
 // newBlockPool starts the block pool of s, with the mirror as it is now.
 func newBlockPool(s *Semaphore, size int64) *blockPool {
 	p := &blockPool{
-		s:       s,
-		size:    size,
-		wake:    make(chan struct{}, 1),
-		stop:    make(chan struct{}),
-		free:    -1,
+		s:    s,
+		size: size,
+		wake: make(chan struct{}, 1),
+		stop: make(chan struct{}),
+		free: -1,
 	}
 	p.ctx, p.end = context.WithCancel(s.bgCtx)
 	p.ep.Store(newEpoch())

@@ -13,11 +13,11 @@ import (
 // the manager's part on the accounting.
 func testPool() *blockPool {
 	p := &blockPool{
-		s:       &Semaphore{name: "f"},
-		size:    1,
-		wake:    make(chan struct{}, 1),
-		stop:    make(chan struct{}),
-		free:    -1,
+		s:    &Semaphore{name: "f"},
+		size: 1,
+		wake: make(chan struct{}, 1),
+		stop: make(chan struct{}),
+		free: -1,
 	}
 	p.ctx, p.end = context.WithCancel(context.Background())
 	p.ep.Store(newEpoch())
