@@ -61,6 +61,10 @@ func newHandler(reg *registry, opts ...Option) *handler {
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// Every response, errors included, is taken for what its Content-Type says
+	// and runs nothing from elsewhere.
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Content-Security-Policy", contentSecurityPolicy)
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
@@ -77,6 +81,9 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	last := r.URL.Path[strings.LastIndexByte(r.URL.Path, '/')+1:]
 	if last == "" {
 		h.serveIndex(w, r, format)
+		return
+	}
+	if serveAsset(w, last) {
 		return
 	}
 	id, err := strconv.ParseUint(last, 10, 64)

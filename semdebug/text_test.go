@@ -33,13 +33,13 @@ func golden(t *testing.T, name, got string) {
 func goldenRegistry(t *testing.T) (*registry, []*fakeSource) {
 	r := newRegistry()
 	fakes := []*fakeSource{
-		newFake("db", Snapshot{Capacity: 8, InUse: 8, Waiters: 3, Joined: 3, Acquired: 100,
+		newFake("db", Snapshot{Capacity: 8, InUse: 8, Waiters: 3, Queued: 3, Acquired: 100,
 			Holders: []Holder{
 				{Site: "report.go:41", Label: "nightly-report", Holders: 1, Units: 6, Age: 3 * time.Minute},
 				{Site: "query.go:12", Holders: 2, Units: 2, Age: 1500 * time.Millisecond},
 			},
 			WaitList: []Waiter{{Units: 2, Waited: 12 * time.Second}, {Units: 1}, {Units: 1}},
-			Details:  []Detail{{"queued", "3"}}}),
+			Details:  []Detail{{"owner", "reports team"}}}),
 		newFake("cache", Snapshot{Capacity: 4, InUse: 1, Available: 3, Acquired: 50, OldestHolder: 250 * time.Millisecond}),
 		newFake("cache", Snapshot{Capacity: 2, Broken: true, Cause: "shutting down"}),
 		newFake("", Snapshot{Capacity: 1, Available: 1}),
@@ -56,7 +56,7 @@ func TestText_IndexMatchesGolden(t *testing.T) {
 		h := newHandler(r)
 		get(t, h, "/d/?format=text")
 		time.Sleep(7 * time.Second) // nobody left db's wait list: its head waited at least this long
-		fakes[1].set(func(s *Snapshot) { s.Acquired += 35; s.TimedOut += 7; s.Shed += 14 })
+		fakes[1].set(func(s *Snapshot) { s.Acquired += 35; s.TimedOut += 7; s.Rejected += 14; s.Shed += 7 })
 		_, _, body := get(t, h, "/d/?format=text")
 		golden(t, "index", body)
 		_, _, body = get(t, h, "/d/?format=text&sort=capacity&desc=1")
