@@ -143,10 +143,13 @@ func newIndexPage(idx index, limit int, query url.Values) indexPage {
 		shown = shown[:limit]
 	}
 	page := indexPage{index: idx, Shown: make([]htmlRow, len(shown)), Hidden: len(idx.Rows) - len(shown)}
+	cells := make([]string, 0, len(shown)*(len(columns)-2)) // every row's cells, in one allocation
 	for i, r := range shown {
+		start := len(cells)
+		cells = r.appendCells(cells)
 		page.Shown[i] = htmlRow{
 			ID: strconv.FormatUint(r.ID, 10), Key: r.Key, Kind: r.Kind, Stalled: r.Stalled,
-			ShortKey: short(r.Key), ShortKind: short(r.Kind), Cells: r.cells(),
+			ShortKey: short(r.Key), ShortKind: short(r.Kind), Cells: cells[start:len(cells):len(cells)],
 		}
 	}
 	for _, c := range columns {

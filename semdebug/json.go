@@ -90,30 +90,39 @@ func indexJSON(idx index) jsonIndex {
 }
 
 func rowJSON(r *row) jsonRow {
+	// The values the fields point at, in one allocation per row.
+	v := &struct {
+		capacity, inUse, available, waiters        int64
+		broken                                     bool
+		acquired, queued, timedOut, cancelled      uint64
+		rejected, shed                             uint64
+		acquiredPS, timedOutPS, cancelledPS, rejPS float64
+		shedPS                                     float64
+	}{r.Capacity, r.InUse, r.Available, int64(r.Waiters), r.Broken, r.Acquired, r.Queued, r.TimedOut, r.Cancelled,
+		r.Rejected, r.Shed, r.Rates.Acquired, r.Rates.TimedOut, r.Rates.Cancelled, r.Rates.Rejected, r.Rates.Shed}
 	known := func(f Fields) bool { return r.Unknown&f == 0 }
 	limited := known(CapacityField) && !r.Unlimited
-	counted := func(f Fields, v uint64) *uint64 { return opt(known(f), v) }
-	perSecond := func(f Fields, v float64) *float64 { return opt(known(f) && r.Rates.Known, v) }
+	perSecond := func(f Fields, p *float64) *float64 { return opt(known(f) && r.Rates.Known, p) }
 	return jsonRow{
 		ID: r.ID, Key: r.Key, Name: r.Name, Kind: r.Kind, Stalled: r.Stalled, Unlimited: r.Unlimited,
-		Capacity: opt(limited, r.Capacity), InUse: opt(known(InUseField), r.InUse), Available: opt(limited, r.Available),
-		Waiters: opt(known(WaitersField), int64(r.Waiters)), HeadWaitSeconds: r.HeadWait.Seconds(), HeadWaitIsBound: r.HeadWaitBound,
-		OldestHolderSeconds: r.OldestHolder.Seconds(), Broken: opt(known(BrokenField), r.Broken), Cause: r.Cause,
-		Acquired: counted(AcquiredField, r.Acquired), Queued: counted(QueuedField, r.Queued),
-		TimedOut: counted(TimedOutField, r.TimedOut), Cancelled: counted(CancelledField, r.Cancelled),
-		Rejected: counted(RejectedField, r.Rejected), Shed: counted(ShedField, r.Shed),
-		AcquiredPerSecond: perSecond(AcquiredField, r.Rates.Acquired), TimedOutPerSecond: perSecond(TimedOutField, r.Rates.TimedOut),
-		CancelledPerSecond: perSecond(CancelledField, r.Rates.Cancelled), RejectedPerSecond: perSecond(RejectedField, r.Rates.Rejected),
-		ShedPerSecond: perSecond(ShedField, r.Rates.Shed),
+		Capacity: opt(limited, &v.capacity), InUse: opt(known(InUseField), &v.inUse), Available: opt(limited, &v.available),
+		Waiters: opt(known(WaitersField), &v.waiters), HeadWaitSeconds: r.HeadWait.Seconds(), HeadWaitIsBound: r.HeadWaitBound,
+		OldestHolderSeconds: r.OldestHolder.Seconds(), Broken: opt(known(BrokenField), &v.broken), Cause: r.Cause,
+		Acquired: opt(known(AcquiredField), &v.acquired), Queued: opt(known(QueuedField), &v.queued),
+		TimedOut: opt(known(TimedOutField), &v.timedOut), Cancelled: opt(known(CancelledField), &v.cancelled),
+		Rejected: opt(known(RejectedField), &v.rejected), Shed: opt(known(ShedField), &v.shed),
+		AcquiredPerSecond: perSecond(AcquiredField, &v.acquiredPS), TimedOutPerSecond: perSecond(TimedOutField, &v.timedOutPS),
+		CancelledPerSecond: perSecond(CancelledField, &v.cancelledPS), RejectedPerSecond: perSecond(RejectedField, &v.rejPS),
+		ShedPerSecond: perSecond(ShedField, &v.shedPS),
 	}
 }
 
-// opt is &v when known, else nil: null in JSON.
-func opt[T any](known bool, v T) *T {
+// opt is p when known, else nil: null in JSON.
+func opt[T any](known bool, p *T) *T {
 	if !known {
 		return nil
 	}
-	return &v
+	return p
 }
 
 func objectJSON(o object) jsonObject {

@@ -32,6 +32,13 @@ func Register[T any, P interface {
 	return registerPtr[T](defaultRegistry, p)
 }
 
+// limiterPtr is what Register and Record take: a pointer, which the page can
+// hold weakly, to a Limiter.
+type limiterPtr[T any] interface {
+	*T
+	Limiter
+}
+
 // registry is the set of registered objects, with the sampler that records their
 // history while someone watches them.
 type registry struct {
@@ -61,10 +68,7 @@ type entry struct {
 	obs observation // guarded by its own lock; see observe.go
 }
 
-func registerPtr[T any, P interface {
-	*T
-	Limiter
-}](r *registry, p P) func() {
+func registerPtr[T any, P limiterPtr[T]](r *registry, p P) func() {
 	if p == nil {
 		panic(fmt.Sprintf("semdebug: Register(%T(nil)): nothing to show", p))
 	}

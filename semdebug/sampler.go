@@ -48,10 +48,7 @@ func Record[T any, P interface {
 	return recordPtr[T](defaultRegistry, p)
 }
 
-func recordPtr[T any, P interface {
-	*T
-	Limiter
-}](r *registry, p P) func() {
+func recordPtr[T any, P limiterPtr[T]](r *registry, p P) func() {
 	e := findPtr(r, (*T)(p))
 	if e == nil {
 		panic(fmt.Sprintf("semdebug: Record(%T %p): not registered", p, p))

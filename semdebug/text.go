@@ -15,8 +15,10 @@ import (
 
 // kindText is k as it is, or quoted when it holds anything a quote would escape.
 func kindText(k string) string {
-	if q := strconv.Quote(k); q[1:len(q)-1] != k {
-		return q
+	for _, c := range k {
+		if c == '"' || c == '\\' || !strconv.IsPrint(c) {
+			return strconv.Quote(k)
+		}
 	}
 	return k
 }
@@ -30,6 +32,7 @@ func writeIndexText(w io.Writer, idx index) {
 		fmt.Fprint(tw, "\t", strings.ToUpper(c.Title))
 	}
 	fmt.Fprintln(tw)
+	var cells []string
 	for i := range idx.Rows {
 		r := idx.Rows[i]
 		mark := ""
@@ -37,7 +40,8 @@ func writeIndexText(w io.Writer, idx index) {
 			mark = "STALLED"
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s", mark, r.ID, strconv.Quote(r.Key), kindText(r.Kind))
-		for _, c := range r.cells() {
+		cells = r.appendCells(cells[:0])
+		for _, c := range cells {
 			fmt.Fprint(tw, "\t", c)
 		}
 		fmt.Fprintln(tw)

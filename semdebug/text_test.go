@@ -4,6 +4,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -77,4 +78,22 @@ func TestText_ObjectMatchesGolden(t *testing.T) {
 		golden(t, "object-broken", body)
 		outlastSampling(t, r)
 	})
+}
+
+// A Source's kind is its own text too: one that would break a row is quoted,
+// a plain one is shown as it is.
+func TestText_KindsThatWouldBreakARowAreQuoted(t *testing.T) {
+	r := newRegistry()
+	hostile := newFake("a", Snapshot{})
+	hostile.kind = "job\nSTALLED  99 \x1b[2J"
+	plain := newFake("b", Snapshot{})
+	plain.kind = "job queue"
+	defer registerPtr(r, hostile)()
+	defer registerPtr(r, plain)()
+	_, _, body := get(t, newHandler(r), "/d/?format=text")
+	assert.Len(t, strings.Split(strings.TrimSpace(body), "\n"), 5, "a summary, a blank line, a header and two rows: %q", body)
+	assert.Contains(t, body, `"job\nSTALLED  99 \x1b[2J"`)
+	assert.Regexp(t, `"b" +job queue +0`, body)
+	_, _, body = get(t, newHandler(r), "/d/1?format=text")
+	assert.True(t, strings.HasPrefix(body, `"job\nSTALLED  99 \x1b[2J" "a" (id 1)`), body)
 }

@@ -38,10 +38,11 @@ type column struct {
 	cmp   func(a, b *row) int
 }
 
-// The columns of the index. The counters' names and meanings are the core's
-// (semaphore.Stats); see Snapshot. An unknown number sorts below every known
-// one, and no limit above every capacity.
-var columns = []column{
+// The columns of the index: the reading's state, then the rates of the counters
+// the index shows, whose names and meanings are the core's (semaphore.Stats; see
+// Snapshot). An unknown number sorts below every known one, and no limit above
+// every capacity.
+var columns = append([]column{
 	{"name", "name", func(a, b *row) int { return strings.Compare(a.Key, b.Key) }},
 	{"kind", "kind", func(a, b *row) int { return strings.Compare(a.Kind, b.Kind) }},
 	{"capacity", "capacity", func(a, b *row) int { return cmp.Compare(a.capacityKey(a.Capacity), b.capacityKey(b.Capacity)) }},
@@ -53,27 +54,29 @@ var columns = []column{
 	{"headwait", "head wait", func(a, b *row) int { return cmp.Compare(a.HeadWait, b.HeadWait) }},
 	{"oldest", "oldest holder", func(a, b *row) int { return cmp.Compare(a.OldestHolder, b.OldestHolder) }},
 	{"broken", "broken", func(a, b *row) int { return cmpBool(a.Broken, b.Broken) }},
-}
+}, rateColumns()...)
 
-func init() {
+func rateColumns() []column {
+	var cols []column
 	for _, c := range counters {
 		if c.onIndex {
-			columns = append(columns, column{c.key, c.title + "/s", rateColumn(c)})
+			cols = append(cols, column{c.key, c.title + "/s", rateColumn(c)})
 		}
 	}
+	return cols
 }
 
-// cells formats the index's columns after name and kind, for the HTML and text
-// forms.
-func (r *row) cells() []string {
-	cells := []string{r.CapacityText(), r.InUseText(), r.AvailableText(), r.WaitersText(),
-		r.HeadWaitText(), ageText(r.OldestHolder), r.BrokenYesNo()}
+// appendCells appends the index's columns after name and kind, formatted for
+// the HTML and text forms, to dst.
+func (r *row) appendCells(dst []string) []string {
+	dst = append(dst, r.CapacityText(), r.InUseText(), r.AvailableText(), r.WaitersText(),
+		r.HeadWaitText(), ageText(r.OldestHolder), r.BrokenYesNo())
 	for _, c := range counters {
 		if c.onIndex {
-			cells = append(cells, r.rateText(c))
+			dst = append(dst, r.rateText(c))
 		}
 	}
-	return cells
+	return dst
 }
 
 // counter is one of a Snapshot's counters as the pages show it.
