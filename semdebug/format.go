@@ -12,7 +12,7 @@ import (
 const unknown = "-"
 
 // count formats v, or "-" when f is among the unknown fields.
-func (r reading) count(f Fields, v int64) string {
+func (r *reading) count(f Fields, v int64) string {
 	if r.Unknown&f != 0 {
 		return unknown
 	}
@@ -20,7 +20,7 @@ func (r reading) count(f Fields, v int64) string {
 }
 
 // CapacityText is the capacity, "no limit" for an object without one.
-func (r reading) CapacityText() string {
+func (r *reading) CapacityText() string {
 	if r.Unlimited {
 		return "no limit"
 	}
@@ -28,15 +28,15 @@ func (r reading) CapacityText() string {
 }
 
 // AvailableText is the units available, "no limit" for an object without one.
-func (r reading) AvailableText() string {
+func (r *reading) AvailableText() string {
 	if r.Unlimited {
 		return "no limit"
 	}
 	return r.count(CapacityField, r.Available)
 }
 
-func (r reading) InUseText() string   { return r.count(InUseField, r.InUse) }
-func (r reading) WaitersText() string { return r.count(WaitersField, int64(r.Waiters)) }
+func (r *reading) InUseText() string   { return r.count(InUseField, r.InUse) }
+func (r *reading) WaitersText() string { return r.count(WaitersField, int64(r.Waiters)) }
 
 // total formats c's value.
 func (r *reading) total(c counter) string {
@@ -57,7 +57,7 @@ func (r *reading) rateText(c counter) string {
 
 // HeadWaitText shows the head waiter's wait, with ">=" when it is the page's
 // lower bound.
-func (r reading) HeadWaitText() string {
+func (r *reading) HeadWaitText() string {
 	if r.Waiters == 0 || r.Unknown&WaitersField != 0 || r.HeadWait == 0 && !r.HeadWaitBound {
 		return unknown // nobody waits, or nobody knows how long
 	}
@@ -75,7 +75,7 @@ func ageText(d time.Duration) string {
 }
 
 // BrokenText says whether the object is broken, and why.
-func (r reading) BrokenText() string {
+func (r *reading) BrokenText() string {
 	switch {
 	case r.Unknown&BrokenField != 0:
 		return unknown
@@ -88,7 +88,7 @@ func (r reading) BrokenText() string {
 }
 
 // BrokenYesNo says whether the object is broken.
-func (r reading) BrokenYesNo() string {
+func (r *reading) BrokenYesNo() string {
 	switch {
 	case r.Unknown&BrokenField != 0:
 		return unknown

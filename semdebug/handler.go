@@ -131,6 +131,6 @@ func (h *handler) serveObject(w http.ResponseWriter, r *http.Request, format str
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		writeObjectText(w, page)
 	default:
-		h.writeHTML(w, objectTemplate, page)
+		h.writeHTML(w, objectTemplate, &page)
 	}
 }

@@ -33,18 +33,26 @@ func writeIndexText(w io.Writer, idx index) {
 	}
 	fmt.Fprintln(tw)
 	var cells []string
+	var line []byte
 	for i := range idx.Rows {
 		r := idx.Rows[i]
-		mark := ""
+		line = line[:0]
 		if r.Stalled {
-			mark = "STALLED"
+			line = append(line, "STALLED"...)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s", mark, r.ID, strconv.Quote(r.Key), kindText(r.Kind))
+		line = append(line, '\t')
+		line = strconv.AppendUint(line, r.ID, 10)
+		line = append(line, '\t')
+		line = strconv.AppendQuote(line, r.Key)
+		line = append(line, '\t')
+		line = append(line, kindText(r.Kind)...)
 		cells = r.appendCells(cells[:0])
 		for _, c := range cells {
-			fmt.Fprint(tw, "\t", c)
+			line = append(line, '\t')
+			line = append(line, c...)
 		}
-		fmt.Fprintln(tw)
+		line = append(line, '\n')
+		tw.Write(line)
 	}
 	tw.Flush()
 }

@@ -100,7 +100,7 @@ var counters = []counter{
 
 // Charted reports whether the page charts the object: not when it knows
 // neither its units in use nor its waiters.
-func (r reading) Charted() bool {
+func (r *reading) Charted() bool {
 	return r.Unknown&(InUseField|WaitersField) != InUseField|WaitersField
 }
 
@@ -111,7 +111,7 @@ type counterValue struct {
 }
 
 // Counters formats the reading's counters.
-func (r reading) Counters() []counterValue {
+func (r *reading) Counters() []counterValue {
 	out := make([]counterValue, len(counters))
 	for i, c := range counters {
 		out[i] = counterValue{Key: c.key, Title: c.title, Total: r.total(c)}
