@@ -15,7 +15,10 @@ import (
 //
 // The path itself shows the index; the path followed by an object's id shows
 // that object. Both answer GET with HTML, with JSON for ?format=json and with
-// plain text for ?format=text. Importing the package mounts nothing anywhere.
+// plain text for ?format=text. The path followed by page.css and page.js serves
+// the HTML pages' style and script. Every response carries
+// X-Content-Type-Options: nosniff and a Content-Security-Policy that allows the
+// page's own origin only. Importing the package mounts nothing anywhere.
 // Handler panics if an option is given an invalid value.
 func Handler(opts ...Option) http.Handler {
 	return newHandler(defaultRegistry, opts...)

@@ -3,8 +3,8 @@ package semdebug
 import "time"
 
 // A Limiter is what Register accepts: anything with a dump of itself for a
-// human, as every limiter of this module has (the package doc lists how the page
-// shows each) and as every Source has. A type the page does not know shows its
+// human, as the limiters of this module the page knows have (the package doc
+// lists them, and how the page shows each) and as every Source has. A type the page does not know shows its
 // name (from a Name() string method, if it has one), its type and its dump,
 // with every number unknown; to show numbers too, implement Source.
 type Limiter interface {
