@@ -114,6 +114,9 @@ func (p *blockPool) observe(v fleetView) {
 // run is the manager's loop.
 func (p *blockPool) run() {
 	defer p.wg.Done()
+	// The lease every block will need, now: the first block then costs one
+	// round trip. A failure is retried by the first block request.
+	_, _ = p.s.currentLease(p.ctx)
 	tick := time.NewTicker(blockIdle)
 	defer tick.Stop()
 	var retry <-chan time.Time
