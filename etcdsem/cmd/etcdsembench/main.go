@@ -175,7 +175,7 @@ type loadResult struct {
 func (b *bench) load(c config) (loadResult, error) {
 	b.runs++
 	name := fmt.Sprintf("etcdsembench/%d-%d", os.Getpid(), b.runs)
-	start := time.Now().Add(time.Second + time.Duration(c.procs)*200*time.Millisecond)
+	start := time.Now().Add(2*time.Second + time.Duration(c.procs)*300*time.Millisecond)
 	specs := make([]spec, c.procs)
 	for i := range specs {
 		specs[i] = spec{Endpoint: b.endpoint, Name: name, Mode: c.mode, Capacity: c.capacity, Block: b.block,
@@ -201,7 +201,7 @@ func (b *bench) load(c config) (loadResult, error) {
 func (b *bench) shift(mode string) (time.Duration, time.Duration, error) {
 	b.runs++
 	name := fmt.Sprintf("etcdsembench/%d-%d", os.Getpid(), b.runs)
-	start := time.Now().Add(1500 * time.Millisecond)
+	start := time.Now().Add(2500 * time.Millisecond)
 	first := spec{Endpoint: b.endpoint, Name: name, Mode: mode, Capacity: 16, Block: 4,
 		Goroutines: 16, Hold: 10 * time.Millisecond, Start: start, Duration: time.Second}
 	second := first
