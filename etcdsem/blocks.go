@@ -308,10 +308,11 @@ func (p *blockPool) tryAcquire(ctx context.Context, n int64) (*Units, bool, erro
 	if ep.local.TryAcquire(n) {
 		return p.grant(ep, n), true, nil
 	}
-	for _, ask := range []int64{min(max(n, p.size), p.capacity.Load()), n} {
-		if ask < n {
-			continue
-		}
+	asks := []int64{n}
+	if a := min(max(n, p.size), p.capacity.Load()); a > n {
+		asks = []int64{a, n}
+	}
+	for _, ask := range asks {
 		u, ok, err := p.s.tryAcquireKey(ctx, ask)
 		if err != nil {
 			return nil, false, err
@@ -322,9 +323,6 @@ func (p *blockPool) tryAcquire(ctx context.Context, n int64) (*Units, bool, erro
 				return p.grant(ep, n), true, nil
 			}
 			return nil, false, nil
-		}
-		if ask == n {
-			break
 		}
 	}
 	return nil, false, nil

@@ -3,6 +3,7 @@ package etcdsem
 import (
 	"context"
 	"errors"
+	"fmt"
 	"github.com/fairsem/semaphore"
 	"runtime"
 	"sync"
@@ -395,4 +396,53 @@ func TestBlocks_StressKeepsTheBoundAcrossHandles(t *testing.T) {
 	wg.Wait()
 	t.Logf("peak %d of %d units held", peak.Load(), capacity)
 	assert.Positive(t, peak.Load())
+}
+
+func TestWithBlocks_PanicsOnASizeOutOfRange(t *testing.T) {
+	for _, size := range []int64{0, -1, semaphore.MaxUnits + 1} {
+		assert.PanicsWithValue(t, fmt.Sprintf("etcdsem: WithBlocks(%d): block size out of range [1, %d]", size, int64(semaphore.MaxUnits)),
+			func() { WithBlocks(size) }, "size %d", size)
+	}
+	assert.NotPanics(t, func() { WithBlocks(1) })
+	assert.NotPanics(t, func() { WithBlocks(semaphore.MaxUnits) })
+}
+
+func TestBlocks_EdgesOfTheRequest(t *testing.T) {
+	ep := sharedEndpoint(t)
+	name := testName(t)
+	log := &grantLog{}
+	checkHistoryAtEnd(t, ep, name, log)
+	s := newSem(t, newClient(t, ep), name, WithCapacity(2), WithBlocks(1))
+	ctx := testCtx(t, 20*time.Second)
+
+	u, err := s.Acquire(ctx, 0)
+	require.NoError(t, err, "0 units are granted at once, with no block")
+	log.add(u)
+	assert.Zero(t, u.Count())
+	require.NoError(t, u.Release(ctx))
+
+	u, err = s.Acquire(ctx, 2)
+	require.NoError(t, err, "a request above the block size takes a block of its size")
+	log.add(u)
+	require.NoError(t, u.Release(ctx))
+
+	_, err = s.Acquire(ctx, 3)
+	assert.ErrorIs(t, err, semaphore.ErrTooLarge)
+	done, cancel := context.WithCancel(ctx)
+	cancel()
+	_, err = s.Acquire(done, 1)
+	assert.ErrorIs(t, err, context.Canceled, "a done context fails first")
+	_, err = s.Acquire(done, 3)
+	assert.ErrorIs(t, err, context.Canceled, "a done context fails before too large")
+	assert.Panics(t, func() { _, _ = s.Acquire(ctx, -1) })
+
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	held, err := s.Acquire(ctx, 2)
+	require.NoError(t, err)
+	log.add(held)
+	_, err = s.Acquire(short, 1)
+	assert.ErrorIs(t, err, semaphore.ErrTimedOut, "a waiter times out")
+	assert.Zero(t, s.blocks.nwait.Load(), "and leaves the queue")
+	require.NoError(t, held.Release(ctx))
 }
