@@ -219,6 +219,7 @@ func (p *blockPool) step(idle bool) bool {
 		p.serveLocked(ep)
 	case over <= 0 && p.reclaimer != nil:
 		p.dequeueLocked(p.reclaimer)
+		p.serveLocked(ep) // the callers it held back may fit now
 	}
 	released := p.released
 	p.released = nil

@@ -67,7 +67,7 @@ func FuzzBlockAccounting(f *testing.F) {
 			lastSeq   int64
 		)
 		for i := 0; i+1 < len(ops); i += 2 {
-			op, arg := ops[i]%7, int64(ops[i+1])
+			op, arg := ops[i]%8, int64(ops[i+1])
 			ep := p.ep.Load()
 			switch op {
 			case 0: // etcd grants a block
@@ -103,6 +103,13 @@ func FuzzBlockAccounting(f *testing.F) {
 					}
 					assert.Equal(t, h.n, h.u.Count())
 				}
+			case 7: // the manager stops taking units back
+				p.mu.Lock()
+				if p.reclaimer != nil {
+					p.dequeueLocked(p.reclaimer)
+					p.serveLocked(ep)
+				}
+				p.mu.Unlock()
 			case 4: // the manager takes free units back, or queues to take them
 				p.mu.Lock()
 				if k := 1 + arg%4; !p.takeFreeLocked(ep, k) && p.reclaimer == nil {
