@@ -30,22 +30,11 @@ import (
 // with the same key: if the first attempt was written, the retry finds it and
 // keeps its place. Acquire never leaves a key behind when it fails.
 // It panics if n is negative or above semaphore.MaxUnits.
-//
-// In block mode (WithBlocks) it is granted from the handle's blocks, with no
-// RPC, when they have n units free and none of the handle's callers waits;
-// otherwise it waits in FIFO order behind them while the handle asks etcd for
-// a block. It fails as above, and with ErrLost if a block of the handle is
-// lost while it waits.
 func (s *Semaphore) Acquire(ctx context.Context, n int64) (*Units, error) {
 	s.checkUnits("Acquire", n)
-	if s.blocks != nil {
-		return s.blocks.acquire(ctx, n)
+	if s.blocks != nil && !isBlockRequest(ctx) {
+		return s.blocks.acquire(ctx, n) // block mode: see WithBlocks
 	}
-	return s.acquireKey(ctx, n)
-}
-
-// acquireKey is Acquire in plain mode: one key for the n units.
-func (s *Semaphore) acquireKey(ctx context.Context, n int64) (*Units, error) {
 	start := time.Now()
 	if ctx.Err() != nil {
 		return nil, s.waitError(ctx, n, start)

@@ -53,6 +53,16 @@ type blockResult struct {
 	err error
 }
 
+// blockRequestKey marks the context of a block request: Acquire and
+// TryAcquire of a block-mode handle take a key of their own for it.
+type blockRequestKey struct{}
+
+func blockRequestContext(ctx context.Context) context.Context {
+	return context.WithValue(ctx, blockRequestKey{}, true)
+}
+
+func isBlockRequest(ctx context.Context) bool { return ctx.Value(blockRequestKey{}) != nil }
+
 // fleetView is what a step reads of the mirror.
 type fleetView struct {
 	capacity      int64
@@ -113,10 +123,10 @@ func (p *blockPool) observe(v fleetView) {
 
 // run is the manager's loop.
 func (p *blockPool) run() {
-	defer p.wg.Done()
+	defer p.s.wg.Done()
 	// The lease every block will need, now: the first block then costs one
 	// round trip. A failure is retried by the first block request.
-	_, _ = p.s.currentLease(p.ctx)
+	_, _ = p.s.currentLease(p.s.bgCtx)
 	tick := time.NewTicker(blockIdle)
 	defer tick.Stop()
 	var retry <-chan time.Time
@@ -130,10 +140,8 @@ func (p *blockPool) run() {
 		}
 		idle := false
 		select {
-		case <-p.stop:
-			if p.pending != nil {
-				p.pending.cancel()
-			}
+		case <-p.s.bgCtx.Done():
+			p.shutdown()
 			return
 		case <-p.wake:
 		case <-advanced:
@@ -251,7 +259,7 @@ func (p *blockPool) step(idle bool) bool {
 
 	ok := p.settle()
 	for _, u := range released {
-		ctx, cancel := context.WithTimeout(p.ctx, p.s.attemptTimeout())
+		ctx, cancel := context.WithTimeout(p.s.bgCtx, p.s.attemptTimeout())
 		err := u.Release(ctx)
 		cancel()
 		if err != nil && !errors.Is(err, ErrLost) {
@@ -276,16 +284,16 @@ func (p *blockPool) takeFreeLocked(ep *epoch, k int64) bool {
 
 // ask sends one block request for n units on its own goroutine.
 func (p *blockPool) ask(ep *epoch, n int64) {
-	ctx, cancel := context.WithCancel(p.ctx)
+	ctx, cancel := context.WithCancel(blockRequestContext(p.s.bgCtx))
 	req := &blockRequest{ep: ep, at: time.Now(), cancel: cancel, done: make(chan blockResult, 1)}
 	p.pending = req
 	p.mu.Lock()
 	p.requested = n
 	p.mu.Unlock()
-	p.wg.Add(1)
+	p.s.wg.Add(1)
 	go func() {
-		defer p.wg.Done()
-		u, err := p.s.acquireKey(ctx, n)
+		defer p.s.wg.Done()
+		u, err := p.s.Acquire(ctx, n)
 		req.done <- blockResult{u: u, err: err}
 	}()
 }
@@ -319,7 +327,7 @@ func (p *blockPool) settle() bool {
 	p.mu.Unlock()
 	ok := true
 	for _, c := range cs {
-		ctx, cancel := context.WithTimeout(p.ctx, p.s.attemptTimeout())
+		ctx, cancel := context.WithTimeout(p.s.bgCtx, p.s.attemptTimeout())
 		var err error
 		if c.local == 0 {
 			err = c.b.units.Release(ctx)

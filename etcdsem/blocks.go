@@ -18,8 +18,20 @@ import (
 // holds across the fleet at every revision; the package doc says how blocks
 // follow demand and what stays exact. Block mode fits many grants per second
 // per process; plain mode (the default) fits few holders and strict FIFO
-// across the fleet. It panics if size is not positive or above
-// semaphore.MaxUnits.
+// across the fleet.
+//
+// In block mode Acquire is granted from the handle's blocks, with no RPC, when
+// they have n units free and none of the handle's callers waits; otherwise it
+// waits in FIFO order behind them while the handle asks etcd for a block. It
+// fails as in plain mode, and with ErrLost if a block of the handle is lost
+// while it waits. TryAcquire takes free units of the blocks when none of the
+// handle's callers waits, with no RPC; with none free it asks etcd for a
+// block without queueing (max(n, size) units, then n). Release and Return
+// give units back to the blocks, with no RPC. A call concurrent with Close may
+// still be served from the blocks; once Close returns, every call fails with
+// ErrClosed and Release returns nil.
+//
+// It panics if size is not positive or above semaphore.MaxUnits.
 func WithBlocks(size int64) Option {
 	if size <= 0 || size > semaphore.MaxUnits {
 		panic(fmt.Sprintf("etcdsem: WithBlocks(%d): block size out of range [1, %d]", size, int64(semaphore.MaxUnits)))
@@ -39,11 +51,7 @@ type blockPool struct {
 	// fixed at creation
 	s    *Semaphore
 	size int64
-	wake chan struct{}   // capacity 1: something changed, the manager should look
-	stop chan struct{}   // closed by close
-	ctx  context.Context // of the pool's RPCs; cancelled by close
-	end  context.CancelFunc
-	wg   sync.WaitGroup
+	wake chan struct{} // capacity 1: something changed, the manager should look
 
 	// atomic: read on the callers' path
 	ep        atomic.Pointer[epoch]  // the current epoch
@@ -109,13 +117,13 @@ func newBlockPool(s *Semaphore, size int64) *blockPool {
 		s:    s,
 		size: size,
 		wake: make(chan struct{}, 1),
-		stop: make(chan struct{}),
 		free: -1,
 	}
-	p.ctx, p.end = context.WithCancel(s.bgCtx)
 	p.ep.Store(newEpoch())
 	p.observe(s.fleetView())
-	p.wg.Add(1)
+	// The pool's goroutines are the handle's: Close waits for them, once its
+	// watch stopped (bgCtx), which ends them.
+	s.wg.Add(1)
 	go p.run()
 	return p
 }
@@ -313,7 +321,7 @@ func (p *blockPool) tryAcquire(ctx context.Context, n int64) (*Units, bool, erro
 		asks = []int64{a, n}
 	}
 	for _, ask := range asks {
-		u, ok, err := p.s.tryAcquireKey(ctx, ask)
+		u, ok, err := p.s.TryAcquire(blockRequestContext(ctx), ask)
 		if err != nil {
 			return nil, false, err
 		}
@@ -347,7 +355,7 @@ func (p *blockPool) addBlock(ep *epoch, u *Units) {
 	}
 	ep.local.Release(n)
 	p.serveLocked(ep)
-	p.wg.Add(1)
+	p.s.wg.Add(1) // under mu, before shutdown: the manager still counts
 	go p.watchBlock(ep, b)
 }
 
@@ -355,7 +363,7 @@ func (p *blockPool) addBlock(ep *epoch, u *Units) {
 // the lease can expire on the server (see lease), and ending the epoch closes
 // every local holder's Lost at once after it, within the safety margin.
 func (p *blockPool) watchBlock(ep *epoch, b *ledgerBlock) {
-	defer p.wg.Done()
+	defer p.s.wg.Done()
 	select {
 	case <-b.units.Lost():
 		p.s.mu.Lock()
@@ -363,7 +371,7 @@ func (p *blockPool) watchBlock(ep *epoch, b *ledgerBlock) {
 		p.s.mu.Unlock()
 		p.lose(ep, fmt.Errorf("block of token %d: %w", b.token, cause))
 	case <-b.gone:
-	case <-p.stop:
+	case <-p.s.bgCtx.Done():
 	}
 }
 
@@ -395,21 +403,20 @@ func (p *blockPool) endLocked(ep *epoch, cause error) {
 	ep.local.Break(cause)
 }
 
-// close ends the pool for Close: waiters fail with ErrClosed, holders keep
-// their units until the lease is revoked (Close gives them back; Lost does
-// not close), and the manager stops.
-func (p *blockPool) close() {
-	if !p.closed.CompareAndSwap(false, true) {
-		return
-	}
+// shutdown ends the pool when the handle closes: waiters fail with
+// ErrClosed, holders keep their units until Close revokes the lease (which
+// gives them back; Lost does not close), and every later call fails with
+// ErrClosed. It runs on the manager, once Close has stopped the watch.
+func (p *blockPool) shutdown() {
 	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.closed.Store(true)
 	ep := p.ep.Load()
 	ep.err = ErrClosed
 	p.endLocked(ep, ErrClosed)
-	p.mu.Unlock()
-	close(p.stop)
-	p.end()
-	p.wg.Wait()
+	if p.pending != nil {
+		p.pending.cancel()
+	}
 }
 
 // ledgerSnapshot returns a copy of the current epoch's blocks.

@@ -12,14 +12,9 @@ import (
 // testPool returns a block pool with no manager and no etcd: the test plays
 // the manager's part on the accounting.
 func testPool() *blockPool {
-	p := &blockPool{
-		s:    &Semaphore{name: "f"},
-		size: 1,
-		wake: make(chan struct{}, 1),
-		stop: make(chan struct{}),
-		free: -1,
-	}
-	p.ctx, p.end = context.WithCancel(context.Background())
+	s := &Semaphore{name: "f"}
+	s.bgCtx, s.stopWatch = context.WithCancel(context.Background())
+	p := &blockPool{s: s, size: 1, wake: make(chan struct{}, 1), free: -1}
 	p.ep.Store(newEpoch())
 	p.capacity.Store(1 << 40)
 	return p
@@ -49,9 +44,8 @@ func FuzzBlockAccounting(f *testing.F) {
 	f.Fuzz(func(t *testing.T, ops []byte) {
 		p := testPool()
 		defer func() {
-			close(p.stop)
-			p.end()
-			p.wg.Wait()
+			p.s.stopWatch()
+			p.s.wg.Wait()
 		}()
 		ctx := context.Background()
 		type hold struct {

@@ -31,6 +31,7 @@ type Semaphore struct {
 	name      string
 	keyLayout // where the keys are; see keys.go
 	cfg       config
+	blocks    *blockPool // block mode's callers and blocks; nil in plain mode
 	stopWatch context.CancelFunc
 	bgCtx     context.Context // done when the handle closes
 	wg        sync.WaitGroup  // the watch goroutine and background key deletions
@@ -41,8 +42,6 @@ type Semaphore struct {
 	seq    uint64 // guarded by mu; numbers this handle's keys
 	mine   map[string]*request
 	q      queue // guarded by mu: the mirror of the keys in etcd and the grant rule
-
-	blocks *blockPool // fixed after New: block mode's pool; nil in plain mode
 }
 
 // New returns a handle on the semaphore name, reading its state from etcd (with
@@ -135,9 +134,6 @@ func (s *Semaphore) Name() string { return s.name }
 // call fails with ErrClosed. Close waits at most the lease TTL for etcd; if etcd
 // cannot be reached the units come back when the lease expires.
 func (s *Semaphore) Close() error {
-	if s.blocks != nil {
-		s.blocks.close()
-	}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()

@@ -26,20 +26,11 @@ import (
 // capacity, ErrClosed after Close, or the RPC error; an RPC whose outcome is
 // unknown returns its error, and a key it may have written is deleted when the
 // watch sees it. It panics if n is negative or above semaphore.MaxUnits.
-//
-// In block mode it takes the units from the handle's blocks if they are free
-// and none of the handle's callers waits, with no RPC; with none free it asks
-// etcd for a block the same way, without queueing.
 func (s *Semaphore) TryAcquire(ctx context.Context, n int64) (*Units, bool, error) {
 	s.checkUnits("TryAcquire", n)
-	if s.blocks != nil {
-		return s.blocks.tryAcquire(ctx, n)
+	if s.blocks != nil && !isBlockRequest(ctx) {
+		return s.blocks.tryAcquire(ctx, n) // block mode: see WithBlocks
 	}
-	return s.tryAcquireKey(ctx, n)
-}
-
-// tryAcquireKey is TryAcquire in plain mode: one key for the n units.
-func (s *Semaphore) tryAcquireKey(ctx context.Context, n int64) (*Units, bool, error) {
 	start := time.Now()
 	if ctx.Err() != nil {
 		return nil, false, s.waitError(ctx, n, start)
