@@ -3,11 +3,8 @@ package etcdsem
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"time"
-
-	"github.com/fairsem/semaphore"
 )
 
 // The manager: one goroutine per block-mode handle that makes the handle's
@@ -177,14 +174,14 @@ func (p *blockPool) step(idle bool) bool {
 
 	p.mu.Lock()
 	ep := p.ep.Load()
-	p.failLocked(ep, func(w *localWaiter) error {
+	p.failLocked(ep, func(w *localWaiter) *waitEnd {
 		switch {
 		case w.reclaim:
 			return nil
 		case v.broken:
-			return fmt.Errorf("broken: %s: %w", v.reason, semaphore.ErrBroken)
+			return &waitEnd{broken: true, reason: v.reason}
 		case w.n > v.capacity:
-			return fmt.Errorf("capacity shrunk to %d: %w", v.capacity, semaphore.ErrTooLarge)
+			return &waitEnd{shrunk: true, capacity: v.capacity}
 		}
 		return nil
 	})

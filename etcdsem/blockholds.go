@@ -1,11 +1,6 @@
 package etcdsem
 
-import (
-	"strconv"
-	"sync/atomic"
-
-	"github.com/fairsem/semaphore"
-)
+import "sync/atomic"
 
 // A localHold is a caller's grant from a block-mode handle's blocks: units of
 // the epoch's core semaphore, no key of its own.
@@ -54,14 +49,14 @@ func (h *localHold) err(u *Units) error {
 	if !h.lost() {
 		return nil
 	}
-	return u.s.errorf("units of token "+strconv.FormatInt(u.token, 10), "%w", h.ep.err)
+	return errHold(u, "units", -1, h.ep.err)
 }
 
 // release gives the units back to the epoch's semaphore. Lost units are not
 // given back (their block is gone): the call reports the loss, every time.
 func (h *localHold) release(u *Units) error {
 	if h.lost() {
-		return u.s.errorf("release "+unitsText(h.n.Load())+" of token "+strconv.FormatInt(u.token, 10), "%w", h.ep.err)
+		return errHold(u, "release", h.n.Load(), h.ep.err)
 	}
 	if h.p.closed.Load() || !h.done.CompareAndSwap(false, true) {
 		return nil
@@ -80,9 +75,8 @@ func (h *localHold) give(n int64) {
 // ret gives back m of the units and keeps the rest.
 func (h *localHold) ret(u *Units, m int64) error {
 	u.s.checkUnits("Units.Return", m)
-	op := "return " + unitsText(m) + " of token " + strconv.FormatInt(u.token, 10)
 	if h.lost() {
-		return u.s.errorf(op, "%w", h.ep.err)
+		return errHold(u, "return", m, h.ep.err)
 	}
 	if h.p.closed.Load() {
 		return nil
@@ -93,7 +87,7 @@ func (h *localHold) ret(u *Units, m int64) error {
 			held = 0
 		}
 		if m > held {
-			return u.s.errorf(op, "%d held: %w", held, semaphore.ErrInsufficientUnits)
+			return errInsufficient(u, m, held)
 		}
 		if m == held {
 			return h.release(u)

@@ -108,7 +108,7 @@ type localWaiter struct {
 	reclaim bool          // the manager's: the units it is served go back to etcd
 	ready   chan struct{} // closed when served or failed
 	done    bool          // served or failed: out of the queue
-	err     error         // why it failed; nil when served
+	end     *waitEnd      // why it failed; nil when served
 }
 
 // newBlockPool starts the block pool of s, with the mirror as it is now.
@@ -141,11 +141,11 @@ func (p *blockPool) signal() {
 // FIFO queue and the manager asks etcd for a block.
 func (p *blockPool) acquire(ctx context.Context, n int64) (*Units, error) {
 	start := time.Now()
+	c := blockCall{n: n}
 	if ctx.Err() != nil {
-		return nil, p.s.waitError(ctx, n, start)
+		return nil, p.errWait(ctx, c, start)
 	}
-	op := acquireOp(n)
-	if err := p.refuse(ctx, op, n, start); err != nil {
+	if err := p.refuse(ctx, c, start); err != nil {
 		return nil, err
 	}
 	ep := p.ep.Load()
@@ -155,7 +155,7 @@ func (p *blockPool) acquire(ctx context.Context, n int64) (*Units, error) {
 	p.mu.Lock()
 	if p.closed.Load() {
 		p.mu.Unlock()
-		return nil, p.s.errorf(op, "%w", ErrClosed)
+		return nil, p.errClosed(c)
 	}
 	ep = p.ep.Load() // a caller arriving after a loss waits in the new epoch
 	w := &localWaiter{n: n, ready: make(chan struct{})}
@@ -172,17 +172,17 @@ func (p *blockPool) acquire(ctx context.Context, n int64) (*Units, error) {
 		p.dequeueLocked(w)
 		p.serveLocked(ep) // a head leaving may let the callers behind it in
 		p.mu.Unlock()
-		return nil, p.s.waitError(ctx, n, start)
+		return nil, p.errWait(ctx, c, start)
 	}
 	p.mu.Unlock()
 	switch {
-	case w.err != nil:
-		return nil, p.s.errorf(op, "%w", w.err)
+	case w.end != nil:
+		return nil, p.errEnded(c, w.end)
 	case ctx.Err() != nil:
 		// Decided on ctx whenever it has ended, even if a grant raced it:
 		// the units pass on, as in-process.
 		p.giveBack(ep, n)
-		return nil, p.s.waitError(ctx, n, start)
+		return nil, p.errWait(ctx, c, start)
 	}
 	return p.grant(ep, n), nil
 }
@@ -230,13 +230,13 @@ func (p *blockPool) serveLocked(ep *epoch) {
 	}
 }
 
-// failLocked fails the waiters for which fail returns an error, then serves
-// the queue. p.mu is held.
-func (p *blockPool) failLocked(ep *epoch, fail func(w *localWaiter) error) {
+// failLocked fails the waiters for which fail says why, then serves the
+// queue. p.mu is held.
+func (p *blockPool) failLocked(ep *epoch, fail func(w *localWaiter) *waitEnd) {
 	for _, w := range slices.Clone(p.queue) {
-		if err := fail(w); err != nil {
+		if end := fail(w); end != nil {
 			p.dequeueLocked(w)
-			w.err = err
+			w.end = end
 			close(w.ready)
 		}
 	}
@@ -263,23 +263,23 @@ func (p *blockPool) giveBack(ep *epoch, n int64) {
 // handle is closed, the semaphore broken, or n above the capacity. Broken and
 // too large are decided on the mirror once it has caught up with etcd, so a
 // Repair or a growing Resize just before the call counts.
-func (p *blockPool) refuse(ctx context.Context, op string, n int64, start time.Time) error {
+func (p *blockPool) refuse(ctx context.Context, c blockCall, start time.Time) error {
 	if p.closed.Load() {
-		return p.s.errorf(op, "%w", ErrClosed)
+		return p.errClosed(c)
 	}
-	if p.broken.Load() == nil && n <= p.capacity.Load() {
+	if p.broken.Load() == nil && c.n <= p.capacity.Load() {
 		return nil
 	}
 	if err := p.s.catchUp(ctx); err != nil {
-		return p.s.rpcError(ctx, op, n, start, err)
+		return p.errRPC(ctx, c, start, err)
 	}
 	v := p.s.fleetView()
 	p.observe(v)
 	switch {
 	case v.broken:
-		return p.s.errorf(op, "broken: %s: %w", v.reason, semaphore.ErrBroken)
-	case n > v.capacity:
-		return p.s.errorf(op, "more than the capacity %d: %w", v.capacity, semaphore.ErrTooLarge)
+		return p.errBroken(c, v.reason)
+	case c.n > v.capacity:
+		return p.errTooLarge(c, v.capacity)
 	}
 	return nil
 }
@@ -302,11 +302,11 @@ func (p *blockPool) grant(ep *epoch, n int64) *Units {
 // plain TryAcquire of max(n, block size) units, then of n).
 func (p *blockPool) tryAcquire(ctx context.Context, n int64) (*Units, bool, error) {
 	start := time.Now()
+	c := blockCall{try: true, n: n}
 	if ctx.Err() != nil {
-		return nil, false, p.s.waitError(ctx, n, start)
+		return nil, false, p.errWait(ctx, c, start)
 	}
-	op := tryOp(n)
-	if err := p.refuse(ctx, op, n, start); err != nil {
+	if err := p.refuse(ctx, c, start); err != nil {
 		return nil, false, err
 	}
 	ep := p.ep.Load()
@@ -369,7 +369,7 @@ func (p *blockPool) watchBlock(ep *epoch, b *ledgerBlock) {
 		p.s.mu.Lock()
 		cause := b.units.r.err
 		p.s.mu.Unlock()
-		p.lose(ep, fmt.Errorf("block of token %d: %w", b.token, cause))
+		p.lose(ep, blockLost(b.token, cause))
 	case <-b.gone:
 	case <-p.s.bgCtx.Done():
 	}
@@ -399,7 +399,7 @@ func (p *blockPool) lose(ep *epoch, cause error) {
 // endLocked fails every waiter with cause and breaks ep's semaphore, so that
 // a caller holding ep from before cannot take its units. p.mu is held.
 func (p *blockPool) endLocked(ep *epoch, cause error) {
-	p.failLocked(ep, func(*localWaiter) error { return cause })
+	p.failLocked(ep, func(*localWaiter) *waitEnd { return &waitEnd{cause: cause} })
 	ep.local.Break(cause)
 }
 

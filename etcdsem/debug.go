@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fairsem/semaphore/internal/errs"
 	"github.com/fairsem/semaphore/semdebug"
 )
 
@@ -119,9 +120,9 @@ func (h *handleView) describe(blocks bool) string {
 	if blocks {
 		noun = "block"
 	}
-	out := countOf(h.keys, noun) + " of " + unitsText(h.held)
+	out := countOf(h.keys, noun) + " of " + unitCount(h.held)
 	if h.waiting > 0 {
-		out += ", " + countOf(h.waiting, noun) + " of " + unitsText(h.awaited) + " waiting in etcd"
+		out += ", " + countOf(h.waiting, noun) + " of " + unitCount(h.awaited) + " waiting in etcd"
 	}
 	return out + ", lease " + strconv.FormatInt(h.lease, 16)
 }
@@ -138,17 +139,14 @@ func (p *blockPool) describe() string {
 		}
 	}
 	return fmt.Sprintf("%s holding %s, %s waiting for %s, %s free in %s of %s",
-		countOf(int(ep.holds.Load()), "holder"), unitsText(ep.inUse.Load()),
-		countOf(waiters, "caller"), unitsText(p.waitUnits),
-		unitsText(ep.local.Available()), countOf(len(p.ledger.blocks), "block"), unitsText(p.ledger.local()))
+		countOf(int(ep.holds.Load()), "holder"), unitCount(ep.inUse.Load()),
+		countOf(waiters, "caller"), unitCount(p.waitUnits),
+		unitCount(ep.local.Available()), countOf(len(p.ledger.blocks), "block"), unitCount(p.ledger.local()))
 }
 
-func countOf(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return strconv.Itoa(n) + " " + noun + "s"
-}
+func countOf(n int, noun string) string { return errs.Count(int64(n), noun) }
+
+func unitCount(n int64) string { return errs.Count(n, "unit") }
 
 // Diagnostics is the debug page's dump of s: the fleet's handles, then this
 // handle's callers in block mode, at most maxLines handles (maxLines <= 0: all).
