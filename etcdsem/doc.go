@@ -127,13 +127,14 @@
 //   - Blocks follow demand. A handle asks for one block at a time, when its
 //     callers wait: enough for them, at least size units. It gives units back
 //     (lowering a block's weight in place, or deleting it at 0; a holder is
-//     never revoked) when they sit free for a second, and at once when
-//     another handle waits in etcd, a shrinking Resize leaves the fleet over
-//     the capacity, or the semaphore is broken. Under contention every handle
-//     keeps its max-min fair share of the demand it sees (its callers' units
-//     held and waited for; another handle's keys), giving back the excess as
-//     its callers release it; a key that heads the queue for a second gets
-//     every unit the handles free, so no request starves, whatever its size.
+//     never revoked) when they are found free at two checks a second apart,
+//     and at once when another handle waits in etcd, a shrinking Resize
+//     leaves the fleet over the capacity, or the semaphore is broken. Under
+//     contention every handle keeps its max-min fair share of the demand it
+//     sees (its callers' units held and waited for; another handle's keys),
+//     giving back the excess as its callers release it; a key that heads the
+//     queue for a second gets every unit the handles free, so no request
+//     starves, whatever its size.
 //   - Lost: every block of a handle is on its lease, whose loss is declared
 //     before the server can expire it (above). When any block of a handle is
 //     lost, Lost closes for every holder of the handle's blocks at that
