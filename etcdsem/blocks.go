@@ -61,7 +61,7 @@ type blockPool struct {
 	broken    atomic.Pointer[string] // the reason while the mirror shows the semaphore broken
 	closed    atomic.Bool
 	contended atomic.Bool // others wait or the fleet is over capacity: releases wake the manager
-	granted   atomic.Uint64
+	granted   atomic.Uint64 // local grants made, for the debug page
 
 	mu        sync.Mutex
 	ledger    ledger         // guarded by mu: the current epoch's blocks

@@ -138,10 +138,14 @@ func (p *blockPool) describe() string {
 			waiters++
 		}
 	}
-	return fmt.Sprintf("%s holding %s, %s waiting for %s, %s free in %s of %s",
+	out := fmt.Sprintf("%s holding %s, %s waiting for %s, %s free in %s of %s",
 		countOf(int(ep.holds.Load()), "holder"), unitCount(ep.inUse.Load()),
 		countOf(waiters, "caller"), unitCount(p.waitUnits),
 		unitCount(ep.local.Available()), countOf(len(p.ledger.blocks), "block"), unitCount(p.ledger.local()))
+	if p.requested > 0 {
+		out += ", asking etcd for a block of " + unitCount(p.requested)
+	}
+	return out
 }
 
 func countOf(n int, noun string) string { return errs.Count(int64(n), noun) }
