@@ -60,7 +60,7 @@ type blockPool struct {
 	capacity  atomic.Int64           // the capacity, as the mirror last showed it
 	broken    atomic.Pointer[string] // the reason while the mirror shows the semaphore broken
 	closed    atomic.Bool
-	contended atomic.Bool // others wait or the fleet is over capacity: releases wake the manager
+	contended atomic.Bool   // others wait or the fleet is over capacity: releases wake the manager
 	granted   atomic.Uint64 // local grants made, for the debug page
 
 	mu        sync.Mutex
