@@ -24,14 +24,16 @@ import (
 //     for one block (an acquire of one key, in the fleet's FIFO queue): enough
 //     for what its callers wait for, at least the block size, at most what
 //     its target leaves room for, and never less than the head can use. It
-//     cancels the request when nobody waits any longer, and asks again when
-//     the request's key is not in the queue a TTL after it was asked.
+//     cancels the request when nobody waits any longer, asks again when the
+//     request's key is not in the queue a TTL after it was asked, and when a
+//     request larger than its callers need has headed the queue for
+//     blockIdle (it was asked from a view that has since moved).
 //   - Give back: when another handle waits in etcd, the fleet holds more than
 //     the capacity (a shrinking Resize) or the semaphore is broken, the handle
 //     gives back its free units at once (ahead of its own waiting callers: the
 //     head of its queue does not fit in them, and they hold nothing), and
 //     what it holds above its target as its callers release it (the manager
-//     queues behind the callers waiting then, so it revokes nobody). When
+//     takes the head of its queue: it revokes nobody). When
 //     another handle's key has headed the etcd queue for blockIdle, the
 //     target is 0: every handle drains to it, so no request in the fleet
 //     starves behind local grants, whatever its size. With the fleet quiet,
@@ -40,6 +42,7 @@ import (
 //     (ledger), so the handle never grants more than its keys weigh.
 type blockRequest struct {
 	ep     *epoch
+	n      int64     // units asked
 	at     time.Time // when asked
 	cancel context.CancelFunc
 	done   chan blockResult // capacity 1: the goroutine never blocks
@@ -69,6 +72,7 @@ type fleetView struct {
 	othersWaiting bool    // another handle has a waiting key
 	mineWaiting   bool    // this handle has a waiting key on its current lease
 	otherHead     string  // the first waiting key, if another handle's
+	mineHead      bool    // the first waiting key is this handle's
 	others        []int64 // each other handle's demand: units held and waited for
 }
 
@@ -89,8 +93,12 @@ func (s *Semaphore) fleetView() fleetView {
 		if k.state != keyWaiting {
 			v.held = addSat(v.held, k.n)
 		}
-		if k.state == keyWaiting && !v.mineWaiting && !v.othersWaiting && k.lease != mine {
-			v.otherHead = k.key
+		if k.state == keyWaiting && !v.mineWaiting && !v.othersWaiting {
+			if k.lease == mine {
+				v.mineHead = true
+			} else {
+				v.otherHead = k.key
+			}
 		}
 		if k.lease == mine {
 			v.mineWaiting = v.mineWaiting || k.state == keyWaiting
@@ -201,7 +209,7 @@ func (p *blockPool) step(idle bool) bool {
 
 	// Give back: free units at once, ahead of the callers waiting (the head
 	// does not fit in them), and units above the target as callers release
-	// them, in the queue's order.
+	// them, ahead of the callers waiting.
 	var giveFree, over int64
 	switch {
 	case v.broken:
@@ -232,6 +240,14 @@ func (p *blockPool) step(idle bool) bool {
 
 	// Ask.
 	if p.pending != nil && (waiting <= free || v.broken || p.pending.ep != ep) {
+		p.pending.cancel()
+	}
+	if p.pending != nil && v.mineHead && p.pending.n > max(maxN-free, 1) && time.Since(p.pending.at) >= blockIdle {
+		// It heads the queue, larger than its callers need: it was asked
+		// from a view that has moved (another handle's blocks not seen yet,
+		// a fair share since shrunk) and may wait for units that will not
+		// come, holding back every key behind it. Ask again, for what the
+		// view shows now.
 		p.pending.cancel()
 	}
 	if p.pending != nil && !v.mineWaiting && time.Since(p.pending.at) > p.s.cfg.ttl {
@@ -282,7 +298,7 @@ func (p *blockPool) takeFreeLocked(ep *epoch, k int64) bool {
 // ask sends one block request for n units on its own goroutine.
 func (p *blockPool) ask(ep *epoch, n int64) {
 	ctx, cancel := context.WithCancel(blockRequestContext(p.s.bgCtx))
-	req := &blockRequest{ep: ep, at: time.Now(), cancel: cancel, done: make(chan blockResult, 1)}
+	req := &blockRequest{ep: ep, n: n, at: time.Now(), cancel: cancel, done: make(chan blockResult, 1)}
 	p.pending = req
 	p.mu.Lock()
 	p.requested = n
@@ -338,7 +354,7 @@ func (p *blockPool) settle() bool {
 		}
 		p.mu.Lock()
 		if slices.Contains(p.ledger.blocks, c.b) {
-			p.ledger.settled(c.b)
+			p.ledger.settled(c.b, c.local)
 			if c.b.remote == 0 {
 				close(c.b.gone)
 			}

@@ -187,9 +187,16 @@ func (p *blockPool) acquire(ctx context.Context, n int64) (*Units, error) {
 	return p.grant(ep, n), nil
 }
 
-// enqueueLocked appends w to the queue. p.mu is held.
+// enqueueLocked appends w to the queue; the manager's reclaimer goes to its
+// head instead: the next units callers release go back (taking nothing from
+// a holder), and a reclaimer dropped and made again as the fleet's contention
+// comes and goes never falls behind callers that keep arriving. p.mu is held.
 func (p *blockPool) enqueueLocked(w *localWaiter) {
-	p.queue = append(p.queue, w)
+	if w.reclaim {
+		p.queue = slices.Insert(p.queue, 0, w)
+	} else {
+		p.queue = append(p.queue, w)
+	}
 	p.nwait.Store(int64(len(p.queue)))
 	if !w.reclaim {
 		p.waitUnits += w.n

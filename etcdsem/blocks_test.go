@@ -83,7 +83,12 @@ func TestBlocks_AnotherHandleWaitingGetsTheFreeUnitsAtOnce(t *testing.T) {
 	log.add(ua)
 	held, _ := blockUnits(t, a)
 	require.Equal(t, int64(4), held, "a took a whole block")
-	ub, err := b.Acquire(ctx, 3) // waits in etcd until a gives its 3 free units back
+	bctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	ub, err := b.Acquire(bctx, 3) // waits in etcd until a gives its 3 free units back
+	if err != nil {
+		t.Log(a.debugState(), a.blocks.debugState(), b.debugState(), b.blocks.debugState())
+	}
 	require.NoError(t, err)
 	log.add(ub)
 	held, _ = blockUnits(t, a)
@@ -176,10 +181,12 @@ func TestBlocks_ResizeShrinksBlocksWithoutRevoking(t *testing.T) {
 		assert.Equal(t, int64(1), u.Count(), "no holder is revoked")
 	}
 	require.NoError(t, us[0].Release(ctx))
-	waitFor(t, "units coming back go back until the blocks fit", func() bool {
+	if !assert.Eventually(t, func() bool {
 		held, _ := blockUnits(t, s)
 		return held == 2
-	})
+	}, 10*time.Second, 5*time.Millisecond, "units coming back go back until the blocks fit") {
+		t.Log(s.debugState(), s.blocks.debugState())
+	}
 	_, err := s.Acquire(ctx, 3)
 	assert.ErrorIs(t, err, semaphore.ErrTooLarge)
 	for _, u := range us[1:] {

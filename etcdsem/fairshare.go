@@ -36,7 +36,7 @@ func fairShare(capacity, self int64, others []int64) int64 {
 //     blocks empty and their keys can go); the caller has taken the units
 //     from its callers' pool before, and tells etcd after (lower the weight,
 //     or delete the key of a block at 0).
-//   - settled records that etcd applied a block's new weight.
+//   - settled records the weight etcd applied to a block's key.
 //
 // It is not safe for concurrent use; the block pool guards it with its mutex.
 type ledger struct {
@@ -89,9 +89,11 @@ func (l *ledger) unsettled() []*ledgerBlock {
 	return out
 }
 
-// settled records that b's key now weighs b.local units (deleted at 0).
-func (l *ledger) settled(b *ledgerBlock) {
-	b.remote = b.local
+// settled records that b's key now weighs w units (deleted at 0): the weight
+// written, which b.local may have dropped below since (a take while the write
+// was in flight), leaving b unsettled.
+func (l *ledger) settled(b *ledgerBlock, w int64) {
+	b.remote = w
 	if b.remote == 0 {
 		l.remove(b)
 	}
