@@ -80,16 +80,17 @@ for dir in "${published[@]}"; do
 	summary+=("$(printf '%-40s %3d %3d' "$mod" "$(wc -l <<<"$graph")" "$(grep -c . <<<"$linked")")")
 
 	if [ "$dir" = . ]; then
-		# The core links no module but itself, the user's go.mod requires nothing
-		# else, and the module graph holds no module beyond the core's own go.mod
-		# requirements (its tests' dependencies, which graph pruning lists but
-		# never loads or builds).
+		# The core links no module but itself and the user's go.mod requires it
+		# alone. The module graph and go.sum hold no module beyond the core's own
+		# go.mod requirements: its tests' dependencies, which graph pruning lists
+		# and go mod tidy records (so that `go test all` could build the core's
+		# tests), but which no build of the user's packages compiles.
 		[ "$linked" = "$mod" ] || { echo "a program using the core links other modules:"; echo "$linked"; exit 1; }
 		requires=$(gomod_paths "$user" | grep -v '^example.com/user$')
 		[ "$requires" = "$mod" ] || { echo "the user's go.mod requires more than the core:"; cat "$user/go.mod"; exit 1; }
-		extra=$(comm -23 <(awk '{ print $1 }' <<<"$graph" | sort) <(gomod_paths "$root" | sort))
-		[ -z "$extra" ] || { echo "the core brings into a user's module graph modules its go.mod does not require:"; echo "$extra"; exit 1; }
-		echo "the core links no other module; the user's module graph: $(tr '\n' ' ' <<<"$graph")"
+		extra=$(comm -23 <({ awk '{ print $1 }' <<<"$graph"; awk '{ print $1 }' "$user/go.sum"; } | sort -u) <(gomod_paths "$root" | sort))
+		[ -z "$extra" ] || { echo "the core brings into a user's module graph or go.sum modules its go.mod does not require:"; echo "$extra"; exit 1; }
+		echo "the core links no other module; the user's go.mod requires it alone; its own go.mod's requirements in the module graph: $(awk '{ print $1 }' <<<"$graph" | grep -vx "$mod" | tr '\n' ' ')"
 	fi
 done
 
