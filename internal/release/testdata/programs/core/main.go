@@ -1,6 +1,6 @@
 // Command core uses the core module as a user's program does: a semaphore
-// bounds work, a timed acquire fails with the core's sentinel, and Break then
-// Drain shut it down.
+// bounds work, a timed acquire fails with the outcome TimedOut and the core's
+// sentinel, and Break then Drain shut it down.
 package main
 
 import (
@@ -20,11 +20,11 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	if err := sem.AcquireTimeout(10*time.Millisecond, 1); !errors.Is(err, semaphore.ErrTimedOut) {
-		log.Fatalf("acquire with every unit held: got %v, want an error matching semaphore.ErrTimedOut", err)
-	} else {
-		fmt.Println("timed out as expected:", err)
+	err = sem.AcquireTimeout(10*time.Millisecond, 1)
+	if outcome, ok := semaphore.OutcomeOf(err); !ok || outcome != semaphore.TimedOut || !errors.Is(err, semaphore.ErrTimedOut) {
+		log.Fatalf("acquire with every unit held: got %v, want an error of outcome TimedOut matching semaphore.ErrTimedOut", err)
 	}
+	fmt.Println("timed out as expected:", err)
 	u.Release()
 	sem.Break(errors.New("shutting down"))
 	if err := sem.Drain(ctx); err != nil {
