@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Releases every published module of the repository at one version, in one step
 # (RELEASING.md): from a clean work tree, it makes every module require the
-# repository's modules at VERSION (committing the go.mod files if that changed
-# them), runs the publish check on the result, and creates an annotated tag per
-# published module at that commit: VERSION for the core, DIR/VERSION for the
-# module in DIR. It pushes nothing: it prints the one command that does.
+# repository's modules at VERSION, runs the publish check on the result, commits
+# the go.mod files that changed, and creates an annotated tag per published
+# module at that commit: VERSION for the core, DIR/VERSION for the module in
+# DIR. It pushes nothing: it prints the one command that does.
 #
 #	scripts/release.sh VERSION      release at VERSION (e.g. v0.2.0)
 #	scripts/release.sh -n VERSION   the same in a throwaway clone: shows the commit and the tags
@@ -44,7 +44,8 @@ trap 'rm -rf "$tool"' EXIT
 go -C internal/release build -o "$tool/release" .
 release() { "$tool/release" "$@"; }
 
-mapfile -t tags < <(release tags "$version")
+out=$(release tags "$version")
+mapfile -t tags <<<"$out"
 for tag in "${tags[@]}"; do
 	if git rev-parse -q --verify "refs/tags/$tag" >/dev/null; then
 		echo "release: tag $tag exists already" >&2
@@ -53,14 +54,10 @@ for tag in "${tags[@]}"; do
 done
 
 echo "== require the repository's modules at $version"
-mapfile -t changed < <(release setversion "$version")
-if [ ${#changed[@]} -gt 0 ]; then
-	git add -- "${changed[@]}"
-	git commit -q -m "Release $version: every module requires the repository's modules at $version" -- "${changed[@]}"
-	echo "committed: ${changed[*]}"
-else
-	echo "every go.mod requires them at $version already"
-fi
+out=$(release setversion "$version")
+changed=()
+[ -z "$out" ] || mapfile -t changed <<<"$out"
+echo "go.mod files changed: ${changed[*]:-none}"
 required=$(release check)
 if [ -n "$required" ] && [ "$required" != "$version" ]; then
 	echo "release: the modules require each other at $required after setting $version" >&2
@@ -68,8 +65,15 @@ if [ -n "$required" ] && [ "$required" != "$version" ]; then
 fi
 
 echo "== the publish check, on what the tags will release"
-scripts/publish-check.sh
+if ! scripts/publish-check.sh; then
+	echo "release: the publish check failed; nothing is committed or tagged${changed[*]:+; undo with: git checkout -- ${changed[*]}}" >&2
+	exit 1
+fi
 
+if [ ${#changed[@]} -gt 0 ]; then
+	git commit -q -m "Release $version: every module requires the repository's modules at $version" -- "${changed[@]}"
+	echo "committed: $(git log -1 --format='%h %s')"
+fi
 echo "== tags at $(git rev-parse --short HEAD)"
 for tag in "${tags[@]}"; do
 	git tag -a "$tag" -m "$tag"
