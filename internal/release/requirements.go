@@ -38,7 +38,7 @@ func checkRequirements(mods []repoModule) (string, error) {
 			v := r.Mod.Version
 			switch {
 			case !isRelease(v):
-				errs = append(errs, fmt.Errorf("%s: requires %s at %s, which is not a release version: require it at the version it is released with, as the other modules do (go -C internal/release run . setversion VERSION sets it in every go.mod)", name, r.Mod.Path, v))
+				errs = append(errs, fmt.Errorf("%s: requires %s at %s, which is not a release version: require it at the version it is released with (go -C internal/release run . setversion VERSION sets that in every go.mod)", name, r.Mod.Path, v))
 			case version == "":
 				version, first = v, name
 			case v != version:
