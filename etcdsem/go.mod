@@ -5,7 +5,7 @@ go 1.25.0
 replace github.com/fairsem/semaphore => ../
 
 require (
-	github.com/fairsem/semaphore v0.0.0-00010101000000-000000000000
+	github.com/fairsem/semaphore v0.1.0
 	github.com/prometheus/client_golang v1.20.5
 	github.com/stretchr/testify v1.12.1
 	go.etcd.io/etcd/api/v3 v3.6.14
