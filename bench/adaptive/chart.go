@@ -48,6 +48,8 @@ func chart(path string, all []namedStrategy, rs []result, ld load, clock string)
 	}
 	yt, ymax := yTicks(2.5 * float64(top))
 
+	leg := plot.NewLegend()
+	leg.ThumbnailWidth = vg.Points(24)
 	var panels []*plot.Plot
 	for i, s := range all {
 		p := plot.New()
@@ -65,11 +67,9 @@ func chart(path string, all []namedStrategy, rs []result, ld load, clock string)
 		limit.LineStyle = draw.LineStyle{Color: limitColor, Width: vg.Points(1.75)}
 		p.Add(capacity, inFlight, limit)
 		if i == 0 {
-			p.Legend.Top, p.Legend.Left = true, false
-			p.Legend.ThumbnailWidth = vg.Points(20)
-			p.Legend.Add("limit", limit)
-			p.Legend.Add("in flight at the backend", inFlight)
-			p.Legend.Add("capacity", capacity)
+			leg.Add("limit", limit)
+			leg.Add("requests in flight at the backend", inFlight)
+			leg.Add("backend capacity", capacity)
 		}
 		panels = append(panels, p)
 	}
@@ -77,7 +77,7 @@ func chart(path string, all []namedStrategy, rs []result, ld load, clock string)
 	const dpi = 96
 	rows := (len(panels) + chartCols - 1) / chartCols
 	width := 16 * vg.Inch
-	rowHeight, header := 2.3*vg.Inch, 0.8*vg.Inch
+	rowHeight, header, legendWidth := 2.3*vg.Inch, 0.95*vg.Inch, 3.2*vg.Inch
 	img := vgimg.NewWith(vgimg.UseWH(width, rowHeight*vg.Length(rows)+header), vgimg.UseDPI(dpi),
 		vgimg.UseBackgroundColor(color.White))
 	dc := draw.New(img)
@@ -87,8 +87,13 @@ func chart(path string, all []namedStrategy, rs []result, ld load, clock string)
 	dc.FillText(title, vg.Point{X: vg.Points(12), Y: dc.Max.Y - vg.Points(22)},
 		fmt.Sprintf("Limit and requests in flight at the backend against its capacity, per strategy (first run, %s)", clock))
 	dc.FillText(sub, vg.Point{X: vg.Points(12), Y: dc.Max.Y - vg.Points(40)}, fmt.Sprintf(
-		"Capacity %v at base latency %v per phase of %v (the grid's vertical lines); load %v of the capacity; deadline %v, queue budget %v. Sampled every 100ms; values above %.0f drawn at %.0f.",
-		caps(), bases(), ld.phaseLen, loads(), ld.deadline, ld.queueBudget, ymax, ymax))
+		"Capacity %v at base latency %v per phase of %v (the grid's vertical lines; time in seconds); load %v of each phase's capacity.",
+		caps(), bases(), ld.phaseLen, loads()))
+	dc.FillText(sub, vg.Point{X: vg.Points(12), Y: dc.Max.Y - vg.Points(55)}, fmt.Sprintf(
+		"Deadline %v, queue budget %v. Sampled every 100ms; values above %.0f are drawn at %.0f.", ld.deadline, ld.queueBudget, ymax, ymax))
+	legArea := draw.Crop(dc, dc.Max.X-dc.Min.X-legendWidth, 0, dc.Max.Y-dc.Min.Y-header+vg.Points(8), -vg.Points(8))
+	leg.Top, leg.Left = true, true
+	leg.Draw(legArea)
 	body := draw.Crop(dc, 0, 0, 0, -header)
 	tiles := draw.Tiles{Rows: rows, Cols: chartCols, PadX: vg.Points(14), PadY: vg.Points(12),
 		PadLeft: vg.Points(6), PadRight: vg.Points(6), PadBottom: vg.Points(6)}

@@ -172,6 +172,8 @@ func (f *failsafe) limit() int { return f.l.Limit() }
 type failsafeConfig struct {
 	recentMin, recentMax time.Duration // WithRecentWindow's bounds
 	recentSamples        uint          // and its least number of samples
+	recentQuantile       float64       // WithRecentQuantile
+	baselineAge          uint          // WithBaselineWindow
 	maxLimitFactor       float64       // WithMaxLimitFactor
 	rejectInit, rejectAt float64       // WithQueueing's factors; 0: no queueing
 	maxWait              time.Duration // with queueing: 0 waits up to the queue budget
@@ -180,14 +182,16 @@ type failsafeConfig struct {
 // failsafeTuned is the best configuration of the sweep (go run . -sweep) on
 // this scenario, in simulated time; sweep.go gives the grid and why.
 var failsafeTuned = failsafeConfig{
-	recentMin: 100 * time.Millisecond, recentMax: time.Second, recentSamples: 20,
-	maxLimitFactor: 5, rejectInit: 2, rejectAt: 3,
+	recentMin: 50 * time.Millisecond, recentMax: 30 * time.Second, recentSamples: 10,
+	recentQuantile: 0.9, baselineAge: 3, maxLimitFactor: 2,
 }
 
 func (c failsafeConfig) strategy() strategy {
 	b := adaptivelimiter.NewBuilder[any]().
 		WithLimits(1, 200, 20).
 		WithRecentWindow(c.recentMin, c.recentMax, c.recentSamples).
+		WithRecentQuantile(c.recentQuantile).
+		WithBaselineWindow(c.baselineAge).
 		WithMaxLimitFactor(c.maxLimitFactor)
 	if c.rejectInit > 0 {
 		b = b.WithQueueing(c.rejectInit, c.rejectAt)

@@ -12,20 +12,23 @@ import (
 // The sweep that tunes failsafe-go's adaptive limiter for this scenario, so
 // that the comparison is with failsafe-go at its best here, not at defaults
 // chosen for other backends. It runs in simulated time, where a configuration
-// costs seconds, not a minute, and its score is the score the comparison
-// gives: goodput over the whole run (the mean of two runs' arrivals), ties
-// broken by the lower p99.
+// costs a fraction of a second, not a minute, on arrivals of their own (seeds
+// 101 and 102, not those of the comparison's runs), and its score is the
+// comparison's: goodput over the whole run (the mean of the two), ties broken
+// by the lower p99.
 //
 // The grid covers what moves the limiter on a backend of 50–100ms whose
 // capacity steps every few seconds:
 //   - the recent window (WithRecentWindow): its default of 1s and 50 samples
-//     reacts once a second at best; 50–250ms windows of 10 or 50 samples react
-//     within a few round trips;
+//     reacts once a second at best; 25–250ms windows react within a few round
+//     trips;
+//   - the recent quantile (WithRecentQuantile): p90 by default, or the median;
+//   - the baseline's age (WithBaselineWindow): 10 windows by default, or 3, to
+//     forget a baseline taken at another capacity sooner;
 //   - WithMaxLimitFactor: the headroom over what is in flight, 5 by default;
 //     2 keeps the limit near the load;
-//   - queueing (WithQueueing's factors): off (the default: refuse when full),
-//     or a queue of 1.5–2 and 2–3 times the limit, with the request's queue
-//     budget (100ms) or 20ms as the longest wait (WithMaxWaitTime's role).
+//   - queueing (WithQueueing): off (the default: refuse when full), or a queue
+//     of 2–3 times the limit, each waiting within its queue budget (100ms).
 //
 // failsafeTuned holds the winner of `go run . -sweep`; the limits (1, 200, 20)
 // are its defaults.
@@ -34,15 +37,14 @@ func sweepGrid() []failsafeConfig {
 	for _, rw := range []struct {
 		min     time.Duration
 		samples uint
-	}{{50 * time.Millisecond, 10}, {100 * time.Millisecond, 20}, {250 * time.Millisecond, 50}, {time.Second, 50}} {
-		for _, f := range []float64{2, 5} {
-			base := failsafeConfig{recentMin: rw.min, recentMax: 30 * time.Second, recentSamples: rw.samples, maxLimitFactor: f}
-			grid = append(grid, base)
-			for _, q := range [][2]float64{{1.5, 2}, {2, 3}} {
-				for _, wait := range []time.Duration{0, 20 * time.Millisecond} {
-					c := base
-					c.rejectInit, c.rejectAt, c.maxWait = q[0], q[1], wait
-					grid = append(grid, c)
+	}{{25 * time.Millisecond, 5}, {50 * time.Millisecond, 10}, {100 * time.Millisecond, 20}, {250 * time.Millisecond, 50}, {time.Second, 50}} {
+		for _, q := range []float64{0.5, 0.9} {
+			for _, age := range []uint{3, 10} {
+				for _, f := range []float64{2, 5} {
+					for _, reject := range [][2]float64{{0, 0}, {2, 3}} {
+						grid = append(grid, failsafeConfig{recentMin: rw.min, recentMax: 30 * time.Second, recentSamples: rw.samples,
+							recentQuantile: q, baselineAge: age, maxLimitFactor: f, rejectInit: reject[0], rejectAt: reject[1]})
+					}
 				}
 			}
 		}
@@ -58,7 +60,8 @@ func (c failsafeConfig) String() string {
 			q += fmt.Sprintf(", max wait %v", c.maxWait)
 		}
 	}
-	return fmt.Sprintf("recent window %v/%d samples, max limit factor %.0f, %s", c.recentMin, c.recentSamples, c.maxLimitFactor, q)
+	return fmt.Sprintf("recent window %v/%d samples at p%.0f, baseline age %d, max limit factor %.0f, %s",
+		c.recentMin, c.recentSamples, 100*c.recentQuantile, c.baselineAge, c.maxLimitFactor, q)
 }
 
 // runSweep runs every configuration of the grid on two runs' arrivals in
@@ -75,7 +78,7 @@ func runSweep(t *testing.T, ld load) {
 		s := scored{cfg: c}
 		const runs = 2
 		for r := range runs {
-			arr := arrivals(uint64(r+1), ld.phaseLen)
+			arr := arrivals(uint64(101+r), ld.phaseLen)
 			var res result
 			synctest.Test(t, func(*testing.T) { res = runOne(ns, arr, ld) })
 			st, _ := measure([]namedStrategy{ns}, []result{res}, ld)
