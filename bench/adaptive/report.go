@@ -30,6 +30,7 @@ type stats struct {
 
 	overall, overallRatio, singleRatio float64       // goodput over the run; its ratio to the per-phase best static's, to the best single static's
 	allP50, allP99                     time.Duration // over the run
+	lag                                time.Duration // p99 of how late the callers started: the machine's scheduling noise
 	allEnds                            [endings]int
 }
 
@@ -59,6 +60,7 @@ func measure(all []namedStrategy, rs []result, ld load) ([]stats, []string) {
 		}
 		s.overall = float64(s.allEnds[served]) / (ld.phaseLen * time.Duration(len(phases))).Seconds()
 		s.allP50, s.allP99 = quantile(lat, 0.5), quantile(lat, 0.99)
+		s.lag = quantile(r.lag, 0.99)
 	}
 
 	best := &out[len(rs)]
@@ -97,6 +99,9 @@ func measure(all []namedStrategy, rs []result, ld load) ([]stats, []string) {
 		lat = append(lat, rs[bi].latency[p]...)
 	}
 	best.allP50, best.allP99 = quantile(lat, 0.5), quantile(lat, 0.99)
+	for _, bi := range bestOf {
+		best.lag = max(best.lag, out[bi].lag)
+	}
 	for i, ns := range all {
 		if ns.group == "static" {
 			single = max(single, out[i].overall)
@@ -221,6 +226,7 @@ func report(w io.Writer, all []namedStrategy, results [][]result, ld load, clock
 		fmt.Fprintf(w, "  %d. capacity %d, base latency %v (up to %.0f/s), load %.1fx (%.0f arrivals/s)\n", p+1, ph.capacity, ph.base, ph.throughput(), ph.load, ph.rate())
 	}
 	fmt.Fprintf(w, "Every number is the median of the runs (range). Goodput: requests served within their deadline, per second, by phase of arrival.\n")
+	fmt.Fprintf(w, "Start lag: how late a request's caller started after its arrival, the machine's scheduling noise (0 in simulated time).\n")
 	fmt.Fprintf(w, "Limit back: seconds from the step until the limit is within ±%.0f%% of the new capacity and stays there; goodput back: until every %v window serves within %.0f%% of the phase's best static limit in the second half of the phase.\n",
 		100*limitBand, goodputSpan, 100*goodputBand)
 
@@ -266,7 +272,7 @@ func report(w io.Writer, all []namedStrategy, results [][]result, ld load, clock
 		}
 	}
 
-	fmt.Fprintf(w, "\n### The whole run\n\n| strategy | goodput/s | × best static per phase | × best single static | p50 ms | p99 ms | refused | queue timeouts | late |\n|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(w, "\n### The whole run\n\n| strategy | goodput/s | × best static per phase | × best single static | p50 ms | p99 ms | refused | queue timeouts | late | start lag p99 ms |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	for i, n := range rows {
 		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s |", n,
 			cell(i, func(s stats) float64 { return s.overall }, "%.0f"),
@@ -277,7 +283,7 @@ func report(w io.Writer, all []namedStrategy, results [][]result, ld load, clock
 		for _, e := range []ending{refused, queueTimeout, late} {
 			fmt.Fprintf(w, " %s |", cell(i, func(s stats) float64 { return float64(s.allEnds[e]) }, "%.0f"))
 		}
-		fmt.Fprintln(w)
+		fmt.Fprintf(w, " %s |\n", cell(i, func(s stats) float64 { return ms(s.lag) }, "%.0f"))
 	}
 	if hasBest {
 		targets(w, all, per)

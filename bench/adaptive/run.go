@@ -36,6 +36,7 @@ type result struct {
 	limits   []int             // per bucket: the limit at its end
 	inFlight []int             // per bucket: requests at the backend at its end, those whose caller left included
 	ends     [][endings]int    // per phase, by arrival: requests by how they ended
+	lag      []time.Duration   // per request: how late its caller started after its arrival (the machine's scheduling)
 }
 
 // runOne replays the arrivals through a fresh strategy in front of a fresh
@@ -47,7 +48,7 @@ func runOne(ns namedStrategy, arr []time.Duration, ld load) result {
 	nb := int(total / bucket)
 	res := result{served: make([]int, nb), latency: make([][]time.Duration, len(phases)),
 		limits: make([]int, nb), inFlight: make([]int, nb), ends: make([][endings]int, len(phases))}
-	var mu sync.Mutex // guards res's served, latency and ends
+	var mu sync.Mutex // guards res's served, latency, ends and lag
 
 	s := ns.make()
 	b := newBackend(phases[0])
@@ -78,6 +79,7 @@ func runOne(ns namedStrategy, arr []time.Duration, ld load) result {
 		callers.Add(1)
 		go func() {
 			defer callers.Done()
+			lag := time.Since(arrival)
 			ctx, cancel := context.WithDeadline(context.Background(), arrival.Add(ld.deadline))
 			defer cancel()
 			queue, cancelQueue := context.WithDeadline(ctx, arrival.Add(ld.queueBudget))
@@ -88,6 +90,7 @@ func runOne(ns namedStrategy, arr []time.Duration, ld load) result {
 			mu.Lock()
 			defer mu.Unlock()
 			res.ends[p][e]++
+			res.lag = append(res.lag, lag)
 			if e == served {
 				res.latency[p] = append(res.latency[p], end.Sub(arrival))
 				if k := int(end.Sub(start) / bucket); k < nb {
