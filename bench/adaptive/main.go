@@ -72,6 +72,9 @@ func compare(t *testing.T) {
 		ld.phaseLen = time.Second
 		results := runAll(t, all, ld, 1, false)
 		report(os.Stdout, all, results, ld, "simulated")
+		if err := checkModel(all, results[0], ld); err != nil {
+			t.Fatal(err)
+		}
 		smoke := slices.DeleteFunc(slices.Clone(all), func(s namedStrategy) bool {
 			return s.name != "static 10 +standing" && s.name != algorithms[0].name+" +standing"
 		})

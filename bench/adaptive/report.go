@@ -368,3 +368,36 @@ func backText(secs float64) string {
 	}
 	return fmt.Sprintf("back after %.1fs", secs)
 }
+
+// checkModel returns an error unless a simulated run shows the backend's
+// physics: in every phase the best static limit serves at least 90% of what
+// the backend or the load allows, and in a phase of overload the static limit
+// furthest above the capacity serves less than the one at it.
+func checkModel(all []namedStrategy, rs []result, ld load) error {
+	st, _ := measure(all, rs, ld)
+	for p, ph := range phases {
+		best, atCap, above, aboveLimit := 0.0, -1.0, -1.0, 0
+		for i, s := range all {
+			if s.group != "static" {
+				continue
+			}
+			g := st[i].goodput[p]
+			best = max(best, g)
+			n := rs[i].limits[0]
+			if n == ph.capacity {
+				atCap = max(atCap, g)
+			}
+			if n > aboveLimit {
+				above, aboveLimit = g, n
+			}
+		}
+		if want := 0.9 * min(ph.rate(), ph.throughput()); best < want {
+			return fmt.Errorf("phase %d: the best static limit serves %.0f/s, under 90%% of the %.0f/s the phase allows", p+1, best, want/0.9)
+		}
+		if ph.load > 1 && atCap >= 0 && aboveLimit > ph.capacity && above >= atCap {
+			return fmt.Errorf("phase %d: a static limit of %d serves %.0f/s, no less than %.0f/s at the capacity of %d: the backend does not thrash",
+				p+1, aboveLimit, above, atCap, ph.capacity)
+		}
+	}
+	return nil
+}
