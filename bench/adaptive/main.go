@@ -22,8 +22,8 @@
 //
 // Usage:
 //
-//	go run . -clock real -runs 3 -png chart-realtime.png > RESULTS-realtime.txt  # about 15 minutes
-//	go run . -runs 3 -png chart.png > RESULTS.txt                                # simulated, about a minute
+//	go run . -clock real -runs 3 -png chart-realtime.png > RESULTS-realtime.txt  # about 14 minutes
+//	go run . -runs 3 -png chart.png > RESULTS.txt                                # simulated, a few seconds
 //	go run . -sweep                                                              # failsafe-go's tuning, simulated
 //	go run . -quick                                                              # for CI: simulated, short, and a real-time smoke run
 package main

@@ -64,9 +64,15 @@ func runOne(ns namedStrategy, arr []time.Duration, ld load) result {
 		defer sampler.Done()
 		t := time.NewTicker(bucket)
 		defer t.Stop()
-		for k := range nb {
+		for k := 0; k < nb; {
 			<-t.C
-			res.limits[k], res.inFlight[k] = s.limit(), b.inFlight()
+			// A ticker drops the ticks a stalled receiver missed: the buckets
+			// that ended since the last tick take this sample.
+			ended := min(nb, int(time.Since(start)/bucket))
+			l, n := s.limit(), b.inFlight()
+			for ; k < ended; k++ {
+				res.limits[k], res.inFlight[k] = l, n
+			}
 		}
 	}()
 
