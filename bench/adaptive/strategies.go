@@ -100,11 +100,8 @@ func (s *static) limit() int { return int(s.sem.Capacity()) }
 // backend is a drop.
 type ours struct{ l *adaptive.Limiter }
 
-// newOurs drives a semaphore made at alg's initial limit, so that the Limiter
-// starts there whether New keeps the semaphore's capacity or applies the
-// algorithm's.
 func newOurs(alg adaptive.Algorithm, opts ...adaptive.Option) *ours {
-	return &ours{adaptive.New(semaphore.New(int64(alg.Limit())), alg, opts...)}
+	return &ours{adaptive.New(semaphore.New(1), alg, opts...)}
 }
 
 func (o *ours) do(ctx, queue context.Context, call func(context.Context) error) ending {
