@@ -23,6 +23,11 @@ const (
 
 // load is what every request of a run is given: a deadline from its arrival
 // for the whole call, and a shorter budget for waiting in the limiter's queue.
+// The defaults (main's flags), 1s and 100ms, are those of a service that
+// calls a 50–100ms backend: a deadline of 10–20 base latencies, so that only
+// a limit far above the capacity makes requests late, and a queue budget of
+// one or two, so that a caller does not wait for a slot longer than it would
+// be served.
 type load struct {
 	phaseLen    time.Duration
 	deadline    time.Duration
