@@ -38,8 +38,8 @@
 // With FIFO waiting up to each caller's deadline, an overloaded limiter, like
 // any semaphore, fills its queue with callers that are granted too late to
 // finish in time. WithStandingQueue fails them early instead, as CoDel does,
-// once the queue has stood for an interval; the README's benchmark measures
-// both.
+// once the queue has stood for an interval; the README's benchmark compares
+// it with FIFO waiting.
 //
 // NewController drives an admission.Controller's count limit instead
 // (admission's SetCountLimit); there the controller admits and Track measures.
