@@ -2,11 +2,9 @@ package keyed
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"strings"
 
 	"github.com/fairsem/semaphore"
+	"github.com/fairsem/semaphore/internal/errs"
 )
 
 // Break puts the set in the broken state, for shutdown: the global semaphore
@@ -61,11 +59,10 @@ func (s *Set) Err() error {
 	if b == nil {
 		return nil
 	}
-	// The broken semaphore's error reads `semaphore "NAME": broken: CAUSE`; the
+	// The broken semaphore's error gives the reason and what to match; the
 	// set's names the set instead.
 	err := b.Err()
-	_, why, _ := strings.Cut(err.Error(), ": broken")
-	return &setError{msg: s.label + ": broken" + why, matches: []error{err}}
+	return s.failure(whyOf(err), err)
 }
 
 // Drain waits until no key is active: until every Units of the set has been
@@ -97,29 +94,9 @@ func (s *Set) Drain(ctx context.Context) error {
 	case <-ctx.Done():
 	}
 	st := s.Stats()
-	err, cause := ctx.Err(), context.Cause(ctx)
-	matches := []error{err}
-	what := "canceled"
-	if errors.Is(err, context.DeadlineExceeded) {
-		what = "timed out"
+	deadline, why, matches := errs.Context(ctx)
+	if deadline {
 		matches = append(matches, semaphore.ErrTimedOut)
 	}
-	if cause != nil && cause != err {
-		matches = append(matches, cause)
-	}
-	return &setError{
-		msg: fmt.Sprintf("%s: drain: %s with %s still active, holding %s: %v",
-			s.label, what, plural(int64(st.Keys), "key"), plural(st.Held, "unit"), cause),
-		matches: matches,
-	}
+	return s.failure("drain: "+errs.Count(int64(st.Keys), "key")+" still active, holding "+errs.Count(st.Held, "unit")+": "+why, matches...)
 }
-
-// setError is an error about the whole set (Err, Drain): its message, and what
-// it matches.
-type setError struct {
-	msg     string
-	matches []error
-}
-
-func (e *setError) Error() string   { return e.msg }
-func (e *setError) Unwrap() []error { return e.matches }

@@ -3,12 +3,12 @@ package keyed
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/fairsem/semaphore"
+	"github.com/fairsem/semaphore/internal/errs"
 )
 
 // A Set limits concurrency per key (a tenant, a user, a client address), and
@@ -26,7 +26,7 @@ import (
 // for concurrent use.
 type Set struct {
 	// Fixed after New.
-	label      string // "keyed \"NAME\"" or "unnamed keyed set 0x…", for messages; "" only in the zero value
+	label      string // "keyed \"NAME\"" or "unnamed keyed 0x…", for messages; "" only in the zero value
 	name       string
 	capacity   int64                  // of every key that capacityOf does not override
 	capacityOf func(key string) int64 // nil: every key has capacity
@@ -108,11 +108,7 @@ func New(capacity int64, opts ...Option) *Set {
 		observer:   c.observer,
 		entries:    make(map[string]*entry),
 	}
-	if c.name != "" {
-		s.label = "keyed " + strconv.Quote(c.name)
-	} else {
-		s.label = fmt.Sprintf("unnamed keyed set %p", s)
-	}
+	s.label = errs.Label("keyed", c.name, s)
 	if capacity < 0 {
 		s.panicf("capacity %d: negative", capacity)
 	}
@@ -351,7 +347,7 @@ func (s *Set) String() string {
 	s.mu.Lock()
 	k := len(s.entries)
 	s.mu.Unlock()
-	return s.label + " (" + plural(int64(k), "key") + " active)"
+	return s.label + " (" + errs.Count(int64(k), "key") + " active)"
 }
 
 // Name returns the name given with WithName, or "".

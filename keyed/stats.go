@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/fairsem/semaphore/internal/errs"
 )
 
 // Stats is a snapshot of a set: its active keys in total, and counters that
@@ -123,10 +125,10 @@ func (s *Set) Diagnostics(maxLines int) string {
 	if broken {
 		b.WriteString("broken, ")
 	}
-	fmt.Fprintf(&b, "%s active, %s held, %s waiting", plural(int64(len(rows)), "key"), plural(held, "unit"), plural(waiting, "call"))
+	fmt.Fprintf(&b, "%s active, %s held, %s waiting", errs.Count(int64(len(rows)), "key"), errs.Count(held, "unit"), errs.Count(waiting, "call"))
 	if len(rows) > 0 {
 		top := rows[0]
-		fmt.Fprintf(&b, "; most held by %s (%d of %s, %d waiting)", strconv.Quote(top.Key), top.Held, plural(top.Capacity, "unit"), top.Waiters)
+		fmt.Fprintf(&b, "; most held by %s (%d of %s, %d waiting)", strconv.Quote(top.Key), top.Held, errs.Count(top.Capacity, "unit"), top.Waiters)
 	}
 	b.WriteByte('\n')
 	if s.global != nil {
@@ -145,7 +147,7 @@ func (s *Set) Diagnostics(maxLines int) string {
 			h += r.Held
 			w += int64(r.Waiters)
 		}
-		fmt.Fprintf(&b, "  … %d more %s, holding %s, %d waiting\n", len(rest), keysWord(len(rest)), plural(h, "unit"), w)
+		fmt.Fprintf(&b, "  … %d more %s, holding %s, %d waiting\n", len(rest), keysWord(len(rest)), errs.Count(h, "unit"), w)
 	}
 	return b.String()
 }
