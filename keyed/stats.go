@@ -3,6 +3,7 @@ package keyed
 import (
 	"cmp"
 	"fmt"
+	"math/bits"
 	"slices"
 	"strconv"
 	"strings"
@@ -11,16 +12,17 @@ import (
 )
 
 // Stats is a snapshot of a set: its active keys in total, and counters that
-// only grow. Every failed call is counted once, under the error it returned,
-// at whichever level it failed: Rejected for semaphore.ErrTooLarge and
-// ErrQueueFull, TimedOut for semaphore.ErrTimedOut, Cancelled for a context
-// cancelled without a deadline; a call failed by Break is in none of them.
+// only grow. Every failed call is counted once, by the semaphore.Outcome its
+// error carries, at whichever level it failed: Rejected for TooLarge and
+// QueueFull, TimedOut for TimedOut, Cancelled for Cancelled (whatever the
+// context's cause matches); a call failed by Break is in none of them.
 // TryAcquire's failures are not counted.
 type Stats struct {
 	Name    string // from WithName
 	Keys    int    // keys active now: with holders or calls in progress
-	Held    int64  // units held now by the set's Units, summed over keys (each also holds as many global units)
-	Waiters int    // calls in progress now: waiting for their key's units or the global's
+	Limit   int64  // the limit of WithLimit now; 0 without one
+	Held    int64  // units held now by the set's Units, summed over keys (each also holds as many at the global level)
+	Waiters int    // calls in progress now: waiting for their key's units or the global level's
 	Broken  bool   // Break was called
 
 	Acquired  uint64 // successful acquisitions (TryAcquire included)
@@ -34,53 +36,88 @@ type KeyStats struct {
 	Key      string
 	Capacity int64 // the key's capacity: the default or its override
 	Held     int64 // units held by the key's Units
-	Waiters  int   // the key's calls in progress: at the key's semaphore or the global one
+	Waiters  int   // the key's calls in progress: at the key's semaphore or the global level
+
+	// With WithLimit only; zero without.
+	Weight    int64  // the key's weight (WithWeightFunc; 1 by default)
+	Guarantee int64  // the key's guaranteed minimum (WithGuaranteeFunc)
+	Share     int64  // the key's weighted share of the limit if every active key wanted more: Limit × Weight / (the active keys' weights), rounded down, at least Guarantee and at most Capacity
+	Borrowed  int64  // units held beyond Share: lent by keys that do not use their share
+	Granted   uint64 // grants at the limit since the key became active
 }
 
-// Stats returns a snapshot of the set. It reads every active key under the set's
-// lock: it costs O(active keys).
+// Stats returns a snapshot of the set. It reads each active key under its
+// shard's lock, one shard at a time: it costs O(active keys), and its sums
+// may mix moments when calls run meanwhile.
 func (s *Set) Stats() Stats {
 	if s.label == "" {
 		panic(errZeroSet)
 	}
 	st := Stats{
 		Name:      s.name,
+		Limit:     s.Limit(),
 		Acquired:  s.acquired.Load(),
 		TimedOut:  s.timedOut.Load(),
 		Cancelled: s.cancelled.Load(),
 		Rejected:  s.rejected.Load(),
 	}
-	s.mu.Lock()
-	st.Keys = len(s.entries)
-	st.Broken = s.broken != nil
-	for _, e := range s.entries {
+	s.eachEntry(func(e *entry) {
+		st.Keys++
 		st.Held += e.held.Load()
 		st.Waiters += int(e.waiting.Load())
-	}
-	s.mu.Unlock()
+	})
+	st.Broken = s.broken.Load() != nil
 	return st
 }
 
 // KeyStats returns a snapshot of key. A key that is not active holds nothing and
-// has nobody waiting; its capacity is still reported (from WithCapacityFunc, if
-// given, called for the purpose).
+// has nobody waiting; its capacity, weight, guarantee and share are still
+// reported (from the functions of the options, called for the purpose).
 func (s *Set) KeyStats(key string) KeyStats {
 	if s.label == "" {
 		panic(errZeroSet)
 	}
-	s.mu.Lock()
-	if e := s.entries[key]; e != nil {
-		ks := keyStatsOf(e)
-		s.mu.Unlock()
+	limit := s.Limit()
+	sh := s.shardOf(key)
+	sh.mu.RLock()
+	if e := sh.m[key]; e != nil {
+		ks := s.keyStatsOf(e, limit, s.weights.Load())
+		sh.mu.RUnlock()
 		return ks
 	}
-	s.mu.Unlock()
-	return KeyStats{Key: key, Capacity: s.capacityFor(key)}
+	sh.mu.RUnlock()
+	p := s.paramsFor(key)
+	ks := KeyStats{Key: key, Capacity: p.capacity}
+	if s.limit != nil {
+		ks.Weight, ks.Guarantee = p.weight, p.guarantee
+		ks.Share = shareOf(limit, p, s.weights.Load()+p.weight)
+	}
+	return ks
 }
 
-// keyStatsOf reads e; set.mu must be held, so that e serves its key.
-func keyStatsOf(e *entry) KeyStats {
-	return KeyStats{Key: e.key, Capacity: e.sem.Capacity(), Held: e.held.Load(), Waiters: int(e.waiting.Load())}
+// keyStatsOf reads e, which serves its key: its shard's lock must be held.
+// limit and weights are the set's limit and its active keys' weights.
+func (s *Set) keyStatsOf(e *entry, limit, weights int64) KeyStats {
+	ks := KeyStats{Key: e.key, Capacity: e.sem.Capacity(), Held: e.held.Load(), Waiters: int(e.waiting.Load())}
+	if sh := e.share; sh != nil {
+		ks.Weight, ks.Guarantee, ks.Granted = sh.weight, sh.guarantee, sh.granted.Load()
+		ks.Share = shareOf(limit, params{capacity: ks.Capacity, weight: sh.weight, guarantee: sh.guarantee}, weights)
+		ks.Borrowed = max(ks.Held-ks.Share, 0)
+	}
+	return ks
+}
+
+// shareOf is the share of a key with parameters p, of a limit whose active keys
+// weigh weights in all (p's included).
+func shareOf(limit int64, p params, weights int64) int64 {
+	if weights <= 0 {
+		return 0
+	}
+	hi, lo := bits.Mul64(uint64(limit), uint64(p.weight))
+	// weights includes weight (read apart, it may not): the quotient is at most
+	// limit, which Div64 needs.
+	q, _ := bits.Div64(hi, lo, uint64(max(weights, p.weight)))
+	return min(max(int64(q), p.guarantee), p.capacity)
 }
 
 // Diagnostics renders a dump of the set for a human deciding which keys use the
@@ -98,13 +135,10 @@ func (s *Set) Diagnostics(maxLines int) string {
 	if s.label == "" {
 		panic(errZeroSet)
 	}
-	s.mu.Lock()
-	rows := make([]KeyStats, 0, len(s.entries))
-	for _, e := range s.entries {
-		rows = append(rows, keyStatsOf(e))
-	}
-	broken := s.broken != nil
-	s.mu.Unlock()
+	limit, weights := s.Limit(), s.weights.Load()
+	var rows []KeyStats
+	s.eachEntry(func(e *entry) { rows = append(rows, s.keyStatsOf(e, limit, weights)) })
+	broken := s.broken.Load() != nil
 	slices.SortFunc(rows, func(a, b KeyStats) int {
 		if c := cmp.Compare(b.Held, a.Held); c != 0 {
 			return c
