@@ -64,12 +64,14 @@ func TestErrors_WaitCancelledWithAnyCauseCountsAsCancelled(t *testing.T) {
 	other.Break(errors.New("another semaphore's shutdown"))
 	causes := []error{semaphore.ErrBroken, semaphore.ErrTimedOut, semaphore.ErrQueueFull,
 		semaphore.ErrTooLarge, semaphore.ErrShed, other.Err(), context.DeadlineExceeded}
-	for _, level := range []string{"key", "global"} {
+	for _, level := range []string{"key", "limit", "global"} {
 		for _, cause := range causes {
 			synctest.Test(t, func(t *testing.T) {
 				var opts []keyed.Option
 				key := "k" // waits at the key level
 				switch level {
+				case "limit":
+					opts, key = append(opts, keyed.WithLimit(1)), "other"
 				case "global":
 					opts, key = append(opts, keyed.WithGlobal(semaphore.New(1))), "other"
 				}
