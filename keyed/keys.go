@@ -54,6 +54,8 @@ type shard struct {
 	// become active: a stream of short-lived keys then allocates nothing per key.
 	// Guarded by mu (write lock).
 	free []*entry
+	// acquired counts the successful acquisitions of the shard's keys. Atomic.
+	acquired atomic.Uint64
 }
 
 const (

@@ -66,7 +66,7 @@ type Set struct {
 	drained chan struct{}
 
 	// Counters, atomic: see Stats.
-	acquired, timedOut, cancelled, rejected atomic.Uint64
+	timedOut, cancelled, rejected atomic.Uint64 // the successes are counted per shard
 }
 
 // New returns a set in which every key has the given capacity, unless
@@ -227,7 +227,7 @@ func (s *Set) granted(e *entry, key string, n int64) *Units {
 		e.held.Add(n) // the limit counts its grants where it makes them
 	}
 	e.waiting.Add(-1)
-	s.acquired.Add(1)
+	s.shardOf(key).acquired.Add(1) // per shard: keys on other cores do not share the counter
 	return &Units{set: s, e: e, key: key, n: n}
 }
 

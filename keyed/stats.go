@@ -56,10 +56,12 @@ func (s *Set) Stats() Stats {
 	st := Stats{
 		Name:      s.name,
 		Limit:     s.Limit(),
-		Acquired:  s.acquired.Load(),
 		TimedOut:  s.timedOut.Load(),
 		Cancelled: s.cancelled.Load(),
 		Rejected:  s.rejected.Load(),
+	}
+	for i := range s.shards {
+		st.Acquired += s.shards[i].acquired.Load()
 	}
 	s.eachEntry(func(e *entry) {
 		st.Keys++
