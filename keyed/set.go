@@ -15,13 +15,14 @@ import (
 // A Set limits concurrency per key (a tenant, a user, a client address), and
 // optionally in total: "at most 4 concurrent uploads per user, at most 256 in
 // all". Each active key has its own strictly FIFO semaphore of the key's
-// capacity; a global semaphore given with WithGlobal is shared by all keys.
-// Acquire takes n units of the key, then n units of the global semaphore, and
-// returns a Units that gives both back exactly once.
+// capacity; the total is a limit of the set's own (WithLimit), shared among
+// keys by weight with guaranteed minimums, or a semaphore shared with other
+// code (WithGlobal). Acquire takes n units of the key, then n units of the
+// total, and returns a Units that gives both back exactly once.
 //
 // Most callers want Acquire with a deferred Units.Release. TryAcquire never
-// waits; AcquireTimeout waits without needing a context. Break then Drain shuts
-// the set down.
+// waits; AcquireTimeout waits without needing a context. Resize changes the
+// limit. Break then Drain shuts the set down.
 //
 // A Set must be created with New; the zero value panics. All methods are safe
 // for concurrent use.
