@@ -41,40 +41,50 @@
 //   - Units nobody waits for are granted at once, to whoever asks: a key's
 //     unused share is lent without delay.
 //   - While calls wait at the limit, each grant goes to the head of the line of
-//     one key: first a key holding less than its guarantee (WithGuaranteeFunc),
-//     then the key holding the fewest units per unit of weight (WithWeightFunc),
-//     then the key whose call has waited longest. The chosen call is granted
-//     when its units are free; until then nobody else is, so that a large
-//     request is not starved by small ones of other keys.
+//     one key: first a key holding less than its guarantee (WithGuaranteeFunc);
+//     then the key with the earliest virtual time; then the key whose call has
+//     waited longest. The chosen call is granted when its units are free; until
+//     then nobody else is, so that a large request is not starved by small ones
+//     of other keys.
 //   - Each key's calls are served in the order they reached the limit, a large
 //     one at the head holding up the key's smaller ones behind it.
 //   - Nothing held is ever taken back. The units held by all keys never exceed
 //     the limit; after a shrinking Resize no call is granted until they are
 //     below the new one.
 //
-// This is max-min fairness over the units held, weighted: keys that all want
-// more than their share end up holding units in proportion to their weights,
-// and a key that wants less than its share gets all it asks for, its first
-// unit as soon as one is released. It is decided by units held rather than by a
-// virtual clock of service received (weighted fair queuing, deficit round
-// robin): the thing being shared is concurrency, a key's share is a number of
-// units it may hold now, and a key that was idle has no credit or debt to make
-// up. Units count by size: a call for 3 units counts 3 against its key.
+// The virtual time is that of weighted fair queuing, counted in units granted:
+// a grant of n units to a key of weight w (WithWeightFunc) starts at the later
+// of the key's virtual time and the set's, which becomes the set's, and moves
+// the key's to that start plus n/w. So keys that all want more than their
+// shares are granted units in proportion to their weights, and, when their
+// calls hold units for alike durations, hold units in that proportion on
+// average. A key that asked for nothing for a while starts again at the set's
+// virtual time: it has no credit to spend and no debt to pay, and a key that
+// asks for less than its share has its calls served within about one grant to
+// each other waiting key. Units count by size: a call for 3 units advances its
+// key three times as far as a call for 1. Grants made while nobody waits at the
+// limit advance nothing.
 //
-// The guarantee's bound: a key below its guarantee whose waiting calls ask, in
-// total, for no more than it lacks, and which is the only key below its
-// guarantee with calls waiting, holds its guarantee back once as many units as
-// its calls ask for have been released by any key (fewer if some are free when
-// it asks; more after a shrinking Resize, by the units held above the new
-// limit). With several keys below their guarantees, they are served among
+// Ordering by virtual time rather than by the units each key holds now makes
+// the shares exact over time when the limit is small: a limit of 8 split 1:4
+// cannot be held as 1.6 and 6.4 units; ranked by units held it settles at 2 and
+// 6 (a 25% share for a 20% weight), while grants by virtual time go 1 to 4 and
+// the units held average 1.6 and 6.4.
+//
+// The guarantee's bound: when a key below its guarantee is the only one with
+// calls waiting at the limit, its calls that fit in what it lacks are granted
+// once as many units as they ask for have been released by any key (fewer if
+// some are free when it asks; more after a shrinking Resize, by the units held
+// above the new limit). With several keys below their guarantees, they are served among
 // themselves by weight before any other, so the wait is bounded by what they
 // lack together, as long as the guarantees of the keys with calls waiting sum
 // to at most the limit.
 //
 // Choosing the next key costs O(keys with calls waiting at the limit), under
-// the set's mutex, once per grant made while anyone waits. A key's held units
-// are read at that moment; a call granted or released on the lock-free path an
-// instant before the first call queued may be counted an instant late.
+// the set's mutex, once per grant made while anyone waits. Whether a key is
+// below its guarantee is read from its held units at that moment; a call
+// granted or released on the lock-free path an instant before the first call
+// queued may be counted an instant late.
 //
 // # Keys, capacities and errors
 //

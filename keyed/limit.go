@@ -2,7 +2,6 @@ package keyed
 
 import (
 	"context"
-	"math/bits"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -58,7 +57,16 @@ type limit struct {
 	capacity   int64    // the limit; free + granted == capacity
 	contending []*entry // the keys with calls waiting at the limit, in no order
 	seq        uint64   // numbers waiters as they queue: the older first on a tie
+	// vnow is the virtual time: the start tag of the last grant made by
+	// dispatch (see tag).
+	vnow uint64
 }
+
+// vscale is the virtual time of one unit granted to a key of weight 1: a grant
+// of n units to a key of weight w advances the key's virtual time by
+// n*vscale/w. Virtual times are compared by their signed difference, so they
+// may wrap; keys waiting at once differ by far less than 2^63.
+const vscale = MaxWeight
 
 // A share is a key's part in the limit.
 type share struct {
@@ -71,13 +79,16 @@ type share struct {
 	granted atomic.Uint64
 	// The key's calls waiting at the limit, oldest first. Guarded by Set.mu.
 	head, tail *limitWaiter
+	// vfinish is the virtual time at which the key's last grant by dispatch
+	// ends: its start tag plus n*vscale/weight. Guarded by Set.mu.
+	vfinish uint64
 }
 
 // A limitWaiter is a call waiting at the limit.
 type limitWaiter struct {
-	n     int64
-	seq   uint64
-	next  *limitWaiter
+	n          int64
+	seq        uint64
+	prev, next *limitWaiter // in the key's line; guarded by Set.mu
 	ready chan struct{} // closed once settled
 	// Set under Set.mu when settled, before ready is closed; read by the waiter
 	// after ready is closed, or under Set.mu.
@@ -168,7 +179,7 @@ func (s *Set) takeSlow(ctx context.Context, timed bool, d time.Duration, e *entr
 		sh.head = w
 		l.contending = append(l.contending, e)
 	} else {
-		sh.tail.next = w
+		sh.tail.next, w.prev = w, sh.tail
 	}
 	sh.tail = w
 	l.state.Or(flagContended)
@@ -220,22 +231,26 @@ func (s *Set) takeSlow(ctx context.Context, timed bool, d time.Duration, e *entr
 // go on: w may have been the head that held everyone up. Set.mu must be held.
 func (s *Set) dropLocked(e *entry, w *limitWaiter) {
 	sh := e.share
-	var prev *limitWaiter
-	for x := sh.head; x != w; x = x.next {
-		prev = x
-	}
-	if prev == nil {
-		sh.head = w.next
-	} else {
-		prev.next = w.next
-	}
-	if sh.tail == w {
-		sh.tail = prev
-	}
+	sh.unlink(w)
 	if sh.head == nil {
 		s.limit.uncontend(e)
 	}
 	s.dispatchLocked()
+}
+
+// unlink takes w out of the key's line. Set.mu must be held.
+func (sh *share) unlink(w *limitWaiter) {
+	if w.prev == nil {
+		sh.head = w.next
+	} else {
+		w.prev.next = w.next
+	}
+	if w.next == nil {
+		sh.tail = w.prev
+	} else {
+		w.next.prev = w.prev
+	}
+	w.prev, w.next = nil, nil
 }
 
 // uncontend takes e, which has nobody waiting at the limit any more, out of
@@ -264,7 +279,8 @@ func (s *Set) giveBack(e *entry, n int64) {
 }
 
 // dispatchLocked grants the free units in the fair order: each grant goes to the
-// head of the line of the key that comes first (before), while its request fits
+// head of the line of the key that comes first (before), and moves the virtual
+// time (see the package documentation), while its request fits
 // in the free units. When it does not fit, nobody else is served: the units
 // wait for it, so that a large request is not starved by small ones of keys
 // that come after it. Set.mu must be held.
@@ -273,7 +289,7 @@ func (s *Set) dispatchLocked() {
 	for len(l.contending) > 0 {
 		i := 0
 		for j := 1; j < len(l.contending); j++ {
-			if before(l.contending[j], l.contending[i]) {
+			if l.before(l.contending[j], l.contending[i]) {
 				i = j
 			}
 		}
@@ -283,10 +299,11 @@ func (s *Set) dispatchLocked() {
 		if !l.takeLocked(w.n) {
 			return // the flag stays set: releases come here
 		}
-		if sh.head = w.next; sh.head == nil {
-			sh.tail = nil
+		if sh.unlink(w); sh.head == nil {
 			l.uncontend(e)
 		}
+		l.vnow = l.tag(e)
+		sh.vfinish = l.vnow + uint64(w.n)*vscale/uint64(sh.weight)
 		s.grantedAt(e, w.n)
 		w.settled, w.outcome = true, semaphore.Granted
 		close(w.ready)
@@ -298,21 +315,26 @@ func (s *Set) dispatchLocked() {
 
 // before reports whether key a, which has calls waiting at the limit, is served
 // before key b: a key below its guarantee before one that is not; then the key
-// holding the fewest units per unit of weight (the one furthest below its
-// weighted share); then the one whose waiting call is older.
-func before(a, b *entry) bool {
-	ha, hb := a.held.Load(), b.held.Load()
-	if ua, ub := ha < a.share.guarantee, hb < b.share.guarantee; ua != ub {
+// with the earlier start tag; then the one whose waiting call is older.
+// Set.mu must be held.
+func (l *limit) before(a, b *entry) bool {
+	if ua, ub := a.held.Load() < a.share.guarantee, b.held.Load() < b.share.guarantee; ua != ub {
 		return ua
 	}
-	// ha/wa < hb/wb, without division; held and weight are small enough that
-	// the products fit, but a transient negative held must not wrap.
-	x1, x0 := bits.Mul64(uint64(max(ha, 0)), uint64(b.share.weight))
-	y1, y0 := bits.Mul64(uint64(max(hb, 0)), uint64(a.share.weight))
-	if x1 != y1 || x0 != y0 {
-		return x1 < y1 || (x1 == y1 && x0 < y0)
+	if d := int64(l.tag(a) - l.tag(b)); d != 0 {
+		return d < 0
 	}
 	return a.share.head.seq < b.share.head.seq
+}
+
+// tag is the start tag of e's next grant: the virtual time at which its last
+// grant ends, or the virtual time now if that is earlier, so that a key that
+// waited for nothing meanwhile has no credit to spend. Set.mu must be held.
+func (l *limit) tag(e *entry) uint64 {
+	if int64(e.share.vfinish-l.vnow) > 0 {
+		return e.share.vfinish
+	}
+	return l.vnow
 }
 
 // breakLimitLocked fails every call waiting at the limit with Broken, and
@@ -365,21 +387,15 @@ func (s *Set) Resize(capacity int64) {
 	for i := 0; i < len(l.contending); {
 		e := l.contending[i]
 		sh := e.share
-		var prev *limitWaiter
-		for w := sh.head; w != nil; w = w.next {
-			if w.n <= capacity {
-				prev = w
-				continue
+		for w := sh.head; w != nil; {
+			next := w.next
+			if w.n > capacity {
+				sh.unlink(w)
+				w.settled, w.outcome = true, semaphore.TooLarge
+				close(w.ready)
 			}
-			if prev == nil {
-				sh.head = w.next
-			} else {
-				prev.next = w.next
-			}
-			w.settled, w.outcome = true, semaphore.TooLarge
-			close(w.ready)
+			w = next
 		}
-		sh.tail = prev
 		if sh.head == nil {
 			l.uncontend(e) // moves the last key to i
 			continue

@@ -21,13 +21,15 @@ type fairKey struct {
 	limitLine                   []*modelCall // holding the key's units, waiting for the limit's
 	held                        int64        // units granted at the limit, not released
 	granted                     uint64       // grants at the limit since the key became active
+	vfinish                     int64        // virtual time at which its last grant from a line ends
 }
 
 // fairModel is the sequential model of a set with a limit: per key a FIFO line
 // over the key's capacity, then per key a FIFO line at the limit; the limit's
 // free units go to the head of the line of the key below its guarantee, then
-// holding the fewest units per unit of weight, then whose head queued first, as
-// long as that head fits.
+// with the earliest start tag (the virtual time its last grant from a line
+// ends, advanced by units/weight per grant, or the virtual time now if later),
+// then whose head queued first, as long as that head fits.
 type fairModel struct {
 	limit, free int64
 	keys        map[string]*fairKey
@@ -37,7 +39,8 @@ type fairModel struct {
 	broken      bool
 	calls       []*modelCall
 	now         time.Time
-	freed       int64 // units freed at the limit so far: released, or added by Resize
+	freed       int64   // units freed at the limit so far: released, or added by Resize
+	vnow        int64   // start tag of the last grant from a line
 	// bound holds, for calls whose guarantee bound applies, the freed count at
 	// which they must have been granted.
 	bound map[*modelCall]int64
@@ -126,8 +129,8 @@ func (m *fairModel) first() string {
 			if ku {
 				best = name
 			}
-		case k.held*b.weight != b.held*k.weight:
-			if k.held*b.weight < b.held*k.weight {
+		case m.tag(k) != m.tag(b):
+			if m.tag(k) < m.tag(b) {
 				best = name
 			}
 		case m.seq[k.limitLine[0]] < m.seq[b.limitLine[0]]:
@@ -136,6 +139,8 @@ func (m *fairModel) first() string {
 	}
 	return best
 }
+
+func (m *fairModel) tag(k *fairKey) int64 { return max(k.vfinish, m.vnow) }
 
 func (m *fairModel) dispatch() {
 	if m.broken {
@@ -161,6 +166,8 @@ func (m *fairModel) dispatch() {
 			}
 		}
 		k.limitLine = k.limitLine[1:]
+		m.vnow = m.tag(k)
+		k.vfinish = m.vnow + c.n*keyed.MaxWeight/k.weight // in whole steps, as the set counts
 		m.free -= c.n
 		k.held += c.n
 		k.granted++

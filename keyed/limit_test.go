@@ -305,3 +305,35 @@ func TestLimit_OptionsPanicOnMisuse(t *testing.T) {
 	require.True(t, ok, "MaxWeight is a weight")
 	u.Release()
 }
+
+func TestLimit_GrantsFollowTheWeightsExactlyWhenTheLimitIsSmall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// A limit of 8 split 1:4 cannot be held as 1.6 and 6.4 units; by virtual
+		// time, one grant in five goes to a, and so one unit held in five on
+		// average when calls hold their units alike.
+		s := keyed.New(100, keyed.WithLimit(8), keyed.WithWeightFunc(weightsOf(map[string]int64{"b": 4})))
+		var held []*keyed.Units // oldest first: every call holds its units alike
+		for range 8 {
+			u, ok := s.TryAcquire("x", 1)
+			require.True(t, ok)
+			held = append(held, u)
+		}
+		a, b := queue(t, s, "a", 60), queue(t, s, "b", 60)
+		count := map[string]int{}
+		for range 50 {
+			held[0].Release()
+			held = held[1:]
+			synctest.Wait()
+			for _, chs := range [][]<-chan result{a, b} {
+				var got []*keyed.Units
+				granted(t, chs, &got)
+				for _, u := range got {
+					count[u.Key()]++
+				}
+				held = append(held, got...)
+			}
+		}
+		assert.Equal(t, map[string]int{"a": 10, "b": 40}, count)
+		finish(s, held, a, b)
+	})
+}

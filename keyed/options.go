@@ -57,7 +57,7 @@ func WithGlobal(global *semaphore.Semaphore) Option {
 
 // WithLimit gives the set a limit of its own on the units held by all keys
 // together, shared among the keys that want it in the order the package
-// documentation describes: weighted fair shares (WithWeightFunc), guaranteed
+// documentation describes: weighted fair queuing (WithWeightFunc), guaranteed
 // minimums (WithGuaranteeFunc), units not in use lent at once. The limit is
 // hard: the units held never exceed it. Resize changes it. A limit above
 // semaphore.MaxUnits is taken as MaxUnits. It excludes WithGlobal: New panics
@@ -70,9 +70,8 @@ func WithLimit(n int64) Option {
 }
 
 // WithWeightFunc gives keys weights for sharing the limit of WithLimit: while
-// calls wait at the limit, units go to the key holding the fewest units per
-// unit of weight, so that keys that all want more hold units in proportion to
-// their weights. A key's weight is f(key), called as WithCapacityFunc's function
+// calls wait at the limit, keys that all want more are granted units in
+// proportion to their weights (the package documentation gives the order). A key's weight is f(key), called as WithCapacityFunc's function
 // is, when the key becomes active; without this option every key weighs 1. A
 // weight outside 1 to MaxWeight makes the call that asked for it panic. New
 // panics if the set has no limit (WithLimit); WithWeightFunc panics if f is
