@@ -88,8 +88,8 @@ type share struct {
 type limitWaiter struct {
 	n          int64
 	seq        uint64
-	prev, next *limitWaiter // in the key's line; guarded by Set.mu
-	ready chan struct{} // closed once settled
+	prev, next *limitWaiter  // in the key's line; guarded by Set.mu
+	ready      chan struct{} // closed once settled
 	// Set under Set.mu when settled, before ready is closed; read by the waiter
 	// after ready is closed, or under Set.mu.
 	settled bool

@@ -39,8 +39,8 @@ type fairModel struct {
 	broken      bool
 	calls       []*modelCall
 	now         time.Time
-	freed       int64   // units freed at the limit so far: released, or added by Resize
-	vnow        int64   // start tag of the last grant from a line
+	freed       int64 // units freed at the limit so far: released, or added by Resize
+	vnow        int64 // start tag of the last grant from a line
 	// bound holds, for calls whose guarantee bound applies, the freed count at
 	// which they must have been granted.
 	bound map[*modelCall]int64
