@@ -52,7 +52,7 @@ func FuzzLimiterModel(f *testing.F) {
 					}
 					i++
 					k := arg % len(calls)
-					o := adaptive.Outcome(op - 1)
+					o := adaptive.Verdict(op - 1)
 					next := 1 + arg%7
 					alg.limits = append(alg.limits[:0], next)
 					calls[k].Done(o)

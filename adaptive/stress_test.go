@@ -69,7 +69,7 @@ func TestLimiter_StressKeepsAccountingUnderTimeoutsCancellationsAndOutcomes(t *t
 						break
 					}
 					ended.Add(1)
-					if o := adaptive.Outcome(r.IntN(4)); o <= adaptive.Ignore {
+					if o := adaptive.Verdict(r.IntN(4)); o <= adaptive.Ignore {
 						c.Done(o)
 					}
 					c.Release()

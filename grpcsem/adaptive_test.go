@@ -15,13 +15,13 @@ import (
 	"github.com/fairsem/semaphore/grpcsem/internal/echo"
 )
 
-// Each Outcome reaches the adaptive limiter as the matching verdict, and every
+// Each Verdict reaches the adaptive limiter as is, and every
 // call gives its slot back.
-func TestAdaptive_GivesTheCallsOutcomeAsTheVerdict(t *testing.T) {
+func TestAdaptive_GivesTheCallsVerdictToTheLimiter(t *testing.T) {
 	sem := semaphore.New(1)
 	l := adaptive.New(sem, adaptive.NewAIMD(adaptive.AIMDConfig{InitialLimit: 4, MinLimit: 4, MaxLimit: 4}))
 	lim := grpcsem.Adaptive(l)
-	for _, o := range []adaptive.Outcome{adaptive.Success, adaptive.Dropped, adaptive.Ignore} {
+	for _, o := range []adaptive.Verdict{adaptive.Success, adaptive.Dropped, adaptive.Ignore} {
 		tok, err := lim.Admit(t.Context(), grpcsem.Call{FullMethod: "/s/M"})
 		require.NoError(t, err)
 		assert.Equal(t, 1, l.InFlight())

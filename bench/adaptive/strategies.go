@@ -38,7 +38,7 @@ func (s *static) limit() int { return int(s.sem.Capacity()) }
 type ours struct{ l *adaptive.Limiter }
 
 func newOurs(alg adaptive.Algorithm, opts ...adaptive.Option) *ours {
-	return &ours{adaptive.New(semaphore.New(1), alg, opts...)}
+	return &ours{adaptive.New(semaphore.New(20), alg, opts...)}
 }
 
 func (o *ours) do(ctx context.Context, fn func(context.Context) error) (bool, error) {
@@ -111,6 +111,10 @@ func strategies() []namedStrategy {
 		return adaptive.NewGradient2(adaptive.Gradient2Config{InitialLimit: 20, MinLimit: 1})
 	}
 	var s []namedStrategy
+	s = append(s,
+		namedStrategy{name: "Capacity", group: "adaptive", family: "Capacity", make: func() strategy { return newOurs(nil) }},
+		namedStrategy{name: "Capacity+codel", group: "adaptive", family: "Capacity", standing: true,
+			make: func() strategy { return newOurs(nil, standing) }})
 	for _, n := range staticLimits {
 		s = append(s, namedStrategy{name: "static " + itoa(int(n)), group: "static", family: "static, FIFO",
 			make: func() strategy { return newStatic(n) }})
