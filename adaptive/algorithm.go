@@ -16,6 +16,11 @@ type Sample struct {
 	Drops    int           // calls in the window that were dropped (<= Count)
 	Late     int           // calls in the window granted too late to finish (see TimedOut); Drops+Late <= Count
 
+	// Load is the mean, over the window's calls with a round trip, of the
+	// units in flight at their grants. Load/Throughput is their round trip
+	// weighted by load and averaged harmonically: a few calls delayed far
+	// past the rest (a pause of the caller's process) move it little.
+	Load float64
 	// Throughput is what the backend served, in units per second, by Little's
 	// law: the mean over the window's calls with a round trip of the units
 	// in flight at the grant over the round trip; 0 if none.

@@ -17,7 +17,8 @@ type window struct {
 	rttSum   time.Duration // round trips of the calls not dropped
 	rttMin   time.Duration // shortest of those; 0 if none
 	inFlight int64         // most units in flight at any call's grant
-	rate     float64       // sum over the calls not dropped of units in flight at the grant / RTT in seconds
+	rate     float64       // sum over the calls with a round trip of units in flight at the grant / RTT in seconds
+	load     float64       // sum over the calls with a round trip of units in flight at the grant
 }
 
 // add records one call that ended at now with verdict v: Success, Dropped,
@@ -38,6 +39,7 @@ func (w *window) add(now time.Time, rtt time.Duration, inFlight int64, v Verdict
 	}
 	w.rttSum += rtt
 	w.rate += float64(inFlight) / max(rtt, 1).Seconds()
+	w.load += float64(inFlight)
 	if w.rttMin == 0 || rtt < w.rttMin {
 		w.rttMin = max(rtt, 1) // keep 0 for "none"
 	}
@@ -49,15 +51,15 @@ func (w *window) closeAt(now time.Time, minSamples int, minTime, maxTime time.Du
 		return Sample{}, false
 	}
 	var mean time.Duration
-	var rate float64
+	var rate, load float64
 	if ok := w.count - w.drops - w.late; ok > 0 {
 		mean = max(w.rttSum/time.Duration(ok), 1)
-		rate = w.rate / float64(ok)
+		rate, load = w.rate/float64(ok), w.load/float64(ok)
 	}
 	if now.Sub(w.start) < min(max(2*w.rttMin, minTime), maxTime) {
 		return Sample{}, false
 	}
-	s := Sample{Time: now, RTT: mean, MinRTT: w.rttMin, InFlight: int(w.inFlight), Count: w.count, Drops: w.drops, Late: w.late, Throughput: rate}
+	s := Sample{Time: now, RTT: mean, MinRTT: w.rttMin, InFlight: int(w.inFlight), Count: w.count, Drops: w.drops, Late: w.late, Load: load, Throughput: rate}
 	*w = window{}
 	return s, true
 }
