@@ -201,6 +201,15 @@ func TestLimiter_GrantedCallAllocatesNothing(t *testing.T) {
 		defer c.Release()
 		c.Done(adaptive.Success)
 	}))
+	d := adaptive.New(semaphore.New(8), &script{limit: 8}) // weighted calls
+	assert.Zero(t, testing.AllocsPerRun(1000, func() { _ = d.DoN(ctx, 3, fn) }))
+	assert.Zero(t, testing.AllocsPerRun(1000, func() {
+		c, err := d.AcquireN(ctx, 2)
+		if err != nil {
+			panic(err)
+		}
+		c.Done(adaptive.TimedOut)
+	}))
 }
 
 func TestNew_DrivesAnyResizerAndAcquiresOnItsOwnSemaphore(t *testing.T) {
