@@ -150,9 +150,10 @@ func (l *Limiter) AcquireN(ctx context.Context, n int64) (c *Call, err error) {
 }
 
 // Start starts measuring a call for units admitted by something else (the
-// keyed set or admission controller this Limiter drives), which waited for
-// that long: its round trip runs from now to Done, and a positive wait tells
-// the algorithm that the load wanted more than the limit. Ending the returned
+// keyed set or admission controller this Limiter drives), after waiting in
+// its queue for waited (0 if admitted at once): its round trip runs from now
+// to Done, and a positive wait tells the algorithm that the load wanted more
+// than the limit. Ending the returned
 // Call gives back nothing but its units in the in-flight count: the caller
 // still releases what it acquired. Start panics if units < 1 or waited < 0.
 func (l *Limiter) Start(units int64, waited time.Duration) *Call {
