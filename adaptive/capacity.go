@@ -15,12 +15,12 @@ type CapacityConfig struct {
 	// without queueing: it settles where the round trip is Headroom/3 above
 	// its no-load value; it grows in steps of Headroom/4, Headroom/2, then
 	// Headroom while callers wait and the backend does not queue; and, while
-	// nobody waits, it comes down to
-	// 1+2 Headroom times the most in flight. In (0, 1], default 0.25.
+	// nobody waits, it comes down to 1+2 Headroom times the most in flight.
+	// In (0, 1], default 0.25.
 	Headroom float64
 
-	// MaxLatency is a ceiling on the round trip: while the round trip is above
-	// it, the limit comes down to what the backend serves in that time
+	// MaxLatency is a ceiling on the mean round trip: while it is above it,
+	// the limit comes down to what the backend serves in that time
 	// (throughput x MaxLatency, by Little's law), whatever the no-load round
 	// trip is. 0 means none; negative panics.
 	MaxLatency time.Duration
@@ -41,43 +41,43 @@ type CapacityConfig struct {
 // round trip: above that, the round trip grows and the throughput does not;
 // below it, the round trip stays at its no-load value and the throughput
 // follows the limit. Each window gives the units in flight (Load) and the
-// round trip (MinRTT: a queue at the backend slows every call, the delays of
-// a busy machine only some); the shortest window round trip is the no-load
-// one, and the capacity is the load over the round trip's ratio to it. A window whose calls were mostly
-// granted before the limit last changed is not acted on (it tells of the old
-// limit), so that each change is measured before the next.
+// round trip of its fastest call (MinRTT: a queue at the backend slows every
+// call, the pauses of a busy machine only some); the shortest window round
+// trip is the no-load one, and the capacity is the load over the round trip's
+// ratio to it. A window whose calls were mostly granted before the limit last
+// changed is not acted on (it tells of the old limit), so that each change is
+// measured before the next.
 //
 //   - While callers wait for the limit and the round trip stays near its
 //     no-load value, the backend has room: the limit grows, by a quarter of
-//     Headroom in the first such window, half of it in the next one in a row,
-//     and all of it from the third on, so that it probes gently near the
+//     Headroom in the first such window, half of it in the next one in a
+//     row, and all of it from the third on, so that it probes gently near the
 //     capacity and climbs fast after the capacity rose.
 //   - While the backend queues (the round trip is above its no-load value),
 //     the limit goes to the estimate times a factor between 1 and
-//     1+Headroom/2 that shrinks as the queue grows: when the round trip is
-//     past 1+Headroom times its no-load value, by a quarter at most in the
-//     first such window and by half in each next one in a row (a capacity
-//     that fell to a quarter is found in three windows, and one window of
-//     calls delayed by a pause of the caller's process costs little); half
-//     the way below that, so that the limit settles a little above the
-//     capacity, where the queue at the backend is short.
-//   - While no caller waits, the load, not the limit, bounds what is in flight:
-//     the limit does not grow, and comes down to 1+2 Headroom times the most
-//     in flight, so that it stays near what the load needs and a sudden loss
-//     of capacity meets a limit close to it.
+//     1+Headroom/2 that shrinks as the queue grows. Past 1+Headroom times the
+//     no-load round trip, it goes there by a quarter at most in the first
+//     such window and by half in each next one in a row: a capacity that fell
+//     to a quarter is found in three windows, and one window of calls delayed
+//     by a pause of the caller's process costs little. Below that, it goes
+//     half the way, so that it settles a little above the capacity, where the
+//     queue at the backend is short.
+//   - While no caller waits, the load, not the limit, bounds what is in
+//     flight: the limit does not grow, and comes down to 1+2 Headroom times
+//     the most in flight, so that it stays near what the load needs and a
+//     sudden loss of capacity meets a limit close to it.
 //   - A window with dropped calls takes the limit down by at least half their
 //     share of its calls: a window in which every call was dropped halves it.
 //     A window of late calls only (granted too late to finish, see TimedOut)
 //     while callers wait grows the limit by 1+Headroom: the queue is too long
 //     for the limit to learn anything else.
-//   - The no-load round trip is the shortest window round trip seen. It is raised
-//     when a window with clearly fewer units in flight than the one before
-//     does not answer faster: the round trip then does not depend on the load,
-//     so the backend got slower, not busier (a base latency that doubled).
-//     And it is re-measured, below the capacity, after ProbeInterval without
-//     a window at it (see ProbeInterval). So it follows a slower backend, and
-//     it does not drift up under sustained overload, as a baseline that
-//     forgets its minimum over time does.
+//   - The no-load round trip is raised when a window with clearly fewer units
+//     in flight than the one before does not answer faster: the round trip
+//     then does not depend on the load, so the backend got slower, not busier
+//     (a base latency that doubled). And it is re-measured below the capacity
+//     after ProbeInterval without a window at it. So it follows a slower
+//     backend, and does not drift up under sustained overload, as a baseline
+//     that forgets its minimum over time does.
 //
 // Capacity needs the Sample's Load and Waited, which a Limiter fills.
 type Capacity struct {
@@ -230,15 +230,15 @@ func (c *Capacity) Update(s Sample) int {
 	if s.Dropped() {
 		next = math.Min(next, c.limit*(1-0.5*float64(s.Drops)/float64(s.Count)))
 	}
-	if m := c.cfg.MaxLatency; m > 0 && rtt > m {
+	if m := c.cfg.MaxLatency; m > 0 && s.RTT > m {
 		next = math.Min(next, s.Throughput*m.Seconds())
 	}
 	c.set(s.Time, next)
 	return c.Limit()
 }
 
-// learnNoLoad keeps the shortest window mean round trip, and raises it when a
-// window with clearly fewer units in flight than the last one, both slow, is
+// learnNoLoad raises the no-load round trip when a window with clearly fewer
+// units in flight than the last one, both slow, is
 // not much faster: a queue at the backend shrinks with the load; a slower
 // backend does not. A window clearly slower than the last one says nothing:
 // the backend may have lost capacity meanwhile.
@@ -259,8 +259,8 @@ func (c *Capacity) learnNoLoad(s Sample, rtt time.Duration) {
 	}
 }
 
-// meanInFlight is a window's mean units in flight at the grants; its most
-// without Load.
+// meanInFlight is a window's mean units in flight at the grants, or its most
+// in flight for a Sample without Load.
 func meanInFlight(s Sample) float64 {
 	if s.Load > 0 {
 		return s.Load
