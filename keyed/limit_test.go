@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fairsem/semaphore"
+	"github.com/fairsem/semaphore/adaptive"
 	"github.com/fairsem/semaphore/keyed"
 )
 
@@ -336,4 +337,12 @@ func TestLimit_GrantsFollowTheWeightsExactlyWhenTheLimitIsSmall(t *testing.T) {
 		assert.Equal(t, map[string]int{"a": 10, "b": 40}, count)
 		finish(s, held, a, b)
 	})
+}
+
+func TestResize_AnAdaptiveLimiterDrivesTheLimit(t *testing.T) {
+	s := keyed.New(4, keyed.WithLimit(100))
+	var _ adaptive.Resizer = s
+	l := adaptive.New(s, adaptive.NewAIMD(adaptive.AIMDConfig{InitialLimit: 7, MinLimit: 7}))
+	assert.Equal(t, int64(7), s.Limit(), "the limiter applies its limit to the set at once")
+	assert.Equal(t, l.Limit(), int(s.Limit()))
 }
