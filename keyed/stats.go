@@ -128,11 +128,14 @@ func shareOf(limit int64, p params, weights int64) int64 {
 //
 //	keyed "uploads": 3 keys active, 9 units held, 5 calls waiting; most held by "alice" (4 of 4 units, 3 waiting)
 //
-// followed by the global semaphore's state, if any, and one row per active key,
-// the keys holding the most first (then those with the most waiting), at most
-// maxLines rows and a last row summing the rest; maxLines <= 0 means no limit.
-// The keys are read under the set's lock, in one snapshot; the sorting and the
-// rendering happen outside it. It costs O(k log k) for k active keys.
+// followed by the global semaphore's state, if any, or the limit's, naming
+// the keys that hold more than their shares (KeyStats.Borrowed), and one row
+// per active key, the keys holding the most first (then those with the most
+// waiting), at most maxLines rows and a last row summing the rest; maxLines <=
+// 0 means no limit. With WithLimit, each row gives its key's weight,
+// guarantee, share and grants. The keys are read under their shards' locks,
+// one shard at a time; the sorting and the rendering happen outside them. It
+// costs O(k log k) for k active keys.
 func (s *Set) Diagnostics(maxLines int) string {
 	if s.label == "" {
 		panic(errZeroSet)
@@ -170,12 +173,32 @@ func (s *Set) Diagnostics(maxLines int) string {
 	if s.global != nil {
 		b.WriteString("  global: " + s.global.String() + "\n")
 	}
+	if s.limit != nil {
+		fmt.Fprintf(&b, "  limit: %s held of %d", errs.Count(held, "unit"), limit)
+		var over []string
+		for _, r := range rows { // the most held first
+			if r.Borrowed > 0 {
+				over = append(over, fmt.Sprintf("%s (%d, share %d)", strconv.Quote(r.Key), r.Held, r.Share))
+			}
+		}
+		if len(over) > 3 {
+			over = append(over[:3], fmt.Sprintf("%d more", len(over)-3))
+		}
+		if len(over) > 0 {
+			b.WriteString("; over their shares: " + strings.Join(over, ", "))
+		}
+		b.WriteByte('\n')
+	}
 	shown := rows
 	if maxLines > 0 && len(rows) > maxLines {
 		shown = rows[:maxLines]
 	}
 	for _, r := range shown {
-		fmt.Fprintf(&b, "  %-24s held %d of %d, %d waiting\n", strconv.Quote(r.Key), r.Held, r.Capacity, r.Waiters)
+		fmt.Fprintf(&b, "  %-24s held %d of %d, %d waiting", strconv.Quote(r.Key), r.Held, r.Capacity, r.Waiters)
+		if s.limit != nil {
+			fmt.Fprintf(&b, "; weight %d, guarantee %d, share %d, borrowed %d, granted %d", r.Weight, r.Guarantee, r.Share, r.Borrowed, r.Granted)
+		}
+		b.WriteByte('\n')
 	}
 	if rest := rows[len(shown):]; len(rest) > 0 {
 		var h, w int64
