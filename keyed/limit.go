@@ -405,15 +405,15 @@ func (s *Set) Resize(capacity int64) {
 	s.dispatchLocked()
 }
 
-// Limit returns the limit of WithLimit, as set by New or the last Resize; 0
-// when the set has none.
-func (s *Set) Limit() int64 {
+// Limit returns the limit of WithLimit, as set by New or the last Resize, and
+// true; 0 and false when the set has none.
+func (s *Set) Limit() (int64, bool) {
 	if s.limit == nil {
-		return 0
+		return 0, false
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.limit.capacity
+	return s.limit.capacity, true
 }
 
 // failContext is the error of a call whose context ended: before it waited at

@@ -301,7 +301,11 @@ func TestLimit_OptionsPanicOnMisuse(t *testing.T) {
 	s := keyed.New(1, keyed.WithName("x"), keyed.WithLimit(1), keyed.WithGuaranteeFunc(func(string) int64 { return -1 }))
 	assert.PanicsWithValue(t, `keyed "x": guarantee -1 for key "k": negative`, func() { s.TryAcquire("k", 1) })
 	s = keyed.New(1, keyed.WithLimit(1<<62), keyed.WithWeightFunc(func(string) int64 { return keyed.MaxWeight }))
-	assert.Equal(t, int64(semaphore.MaxUnits), s.Limit(), "a huge limit means MaxUnits")
+	n, ok := s.Limit()
+	assert.True(t, ok)
+	assert.Equal(t, int64(semaphore.MaxUnits), n, "a huge limit means MaxUnits")
+	_, ok = keyed.New(1).Limit()
+	assert.False(t, ok, "no limit of its own")
 	u, ok := s.TryAcquire("k", 1)
 	require.True(t, ok, "MaxWeight is a weight")
 	u.Release()
@@ -343,6 +347,7 @@ func TestResize_AnAdaptiveLimiterDrivesTheLimit(t *testing.T) {
 	s := keyed.New(4, keyed.WithLimit(100))
 	var _ adaptive.Resizer = s
 	l := adaptive.New(s, adaptive.NewAIMD(adaptive.AIMDConfig{InitialLimit: 7, MinLimit: 7}))
-	assert.Equal(t, int64(7), s.Limit(), "the limiter applies its limit to the set at once")
-	assert.Equal(t, l.Limit(), int(s.Limit()))
+	n, _ := s.Limit()
+	assert.Equal(t, int64(7), n, "the limiter applies its limit to the set at once")
+	assert.Equal(t, l.Limit(), int(n))
 }

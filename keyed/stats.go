@@ -53,9 +53,10 @@ func (s *Set) Stats() Stats {
 	if s.label == "" {
 		panic(errZeroSet)
 	}
+	limit, _ := s.Limit()
 	st := Stats{
 		Name:      s.name,
-		Limit:     s.Limit(),
+		Limit:     limit,
 		TimedOut:  s.timedOut.Load(),
 		Cancelled: s.cancelled.Load(),
 		Rejected:  s.rejected.Load(),
@@ -79,7 +80,7 @@ func (s *Set) KeyStats(key string) KeyStats {
 	if s.label == "" {
 		panic(errZeroSet)
 	}
-	limit := s.Limit()
+	limit, _ := s.Limit()
 	sh := s.shardOf(key)
 	sh.mu.RLock()
 	if e := sh.m[key]; e != nil {
@@ -122,6 +123,33 @@ func shareOf(limit int64, p params, weights int64) int64 {
 	return min(max(int64(q), p.guarantee), p.capacity)
 }
 
+// ActiveKeys returns a snapshot of the active keys, the keys holding the most
+// units first (then those with the most calls waiting, then by key), at most
+// maxKeys of them; maxKeys <= 0 means all. Each key is read under its shard's
+// lock, one shard at a time; it costs O(k log k) for k active keys.
+func (s *Set) ActiveKeys(maxKeys int) []KeyStats {
+	if s.label == "" {
+		panic(errZeroSet)
+	}
+	limit, _ := s.Limit()
+	weights := s.weights.Load()
+	var rows []KeyStats
+	s.eachEntry(func(e *entry) { rows = append(rows, s.keyStatsOf(e, limit, weights)) })
+	slices.SortFunc(rows, func(a, b KeyStats) int {
+		if c := cmp.Compare(b.Held, a.Held); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(b.Waiters, a.Waiters); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Key, b.Key)
+	})
+	if maxKeys > 0 && len(rows) > maxKeys {
+		rows = rows[:maxKeys]
+	}
+	return rows
+}
+
 // Diagnostics renders a dump of the set for a human deciding which keys use the
 // limits. Its first line sums the set up and names the key holding the most
 // units, for example
@@ -140,19 +168,9 @@ func (s *Set) Diagnostics(maxLines int) string {
 	if s.label == "" {
 		panic(errZeroSet)
 	}
-	limit, weights := s.Limit(), s.weights.Load()
-	var rows []KeyStats
-	s.eachEntry(func(e *entry) { rows = append(rows, s.keyStatsOf(e, limit, weights)) })
+	rows := s.ActiveKeys(0)
 	broken := s.broken.Load() != nil
-	slices.SortFunc(rows, func(a, b KeyStats) int {
-		if c := cmp.Compare(b.Held, a.Held); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(b.Waiters, a.Waiters); c != 0 {
-			return c
-		}
-		return strings.Compare(a.Key, b.Key)
-	})
+	limit, _ := s.Limit()
 	var held, waiting int64
 	for _, r := range rows {
 		held += r.Held

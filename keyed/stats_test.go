@@ -81,3 +81,23 @@ func TestDiagnostics_NamesTheKeysHoldingMoreThanTheirShares(t *testing.T) {
 		c.Release()
 	})
 }
+
+func TestActiveKeys_MostHeldFirstAtMostMaxKeys(t *testing.T) {
+	s := keyed.New(4, keyed.WithLimit(10))
+	var us []*keyed.Units
+	for key, n := range map[string]int64{"a": 1, "b": 3, "c": 2} {
+		u, ok := s.TryAcquire(key, n)
+		require.True(t, ok)
+		us = append(us, u)
+	}
+	var keys []string
+	for _, ks := range s.ActiveKeys(2) {
+		keys = append(keys, ks.Key)
+	}
+	assert.Equal(t, []string{"b", "c"}, keys)
+	assert.Len(t, s.ActiveKeys(0), 3)
+	for _, u := range us {
+		u.Release()
+	}
+	assert.Empty(t, s.ActiveKeys(0))
+}

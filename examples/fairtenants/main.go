@@ -145,7 +145,8 @@ func run(out io.Writer) error {
 		default:
 			be.capacity.Store(full)
 		}
-		fmt.Fprintf(out, "%4.2fs  %8d  %5d  %4d  %6d  %5d\n", at.Seconds(), be.capacity.Load(), set.Limit(),
+		limit, _ := set.Limit()
+		fmt.Fprintf(out, "%4.2fs  %8d  %5d  %4d  %6d  %5d\n", at.Seconds(), be.capacity.Load(), limit,
 			set.KeyStats("gold").Held, set.KeyStats("silver").Held, set.KeyStats("trial").Held)
 	}
 	cancel()
