@@ -88,12 +88,13 @@ type share struct {
 type limitWaiter struct {
 	n          int64
 	seq        uint64
-	prev, next *limitWaiter  // in the key's line; guarded by Set.mu
-	ready      chan struct{} // closed once settled
+	prev, next *limitWaiter    // in the key's line; guarded by Set.mu
+	done       <-chan struct{} // Acquire's context's; nil for AcquireTimeout
+	ready      chan struct{}   // closed once settled
 	// Set under Set.mu when settled, before ready is closed; read by the waiter
 	// after ready is closed, or under Set.mu.
 	settled bool
-	outcome semaphore.Outcome // Granted, Broken or TooLarge (a shrinking Resize)
+	outcome semaphore.Outcome // Granted, Broken, TooLarge (a shrinking Resize) or Cancelled (found done by dispatch)
 }
 
 func newLimit(capacity int64) *limit {
@@ -173,6 +174,9 @@ func (s *Set) takeSlow(ctx context.Context, timed bool, d time.Duration, e *entr
 			" (limit of "+errs.Count(capacity, "unit")+")", semaphore.ErrTimedOut, context.DeadlineExceeded)
 	}
 	w := &limitWaiter{n: n, seq: l.seq, ready: make(chan struct{})}
+	if !timed {
+		w.done = ctx.Done()
+	}
 	l.seq++
 	sh := e.share
 	if sh.head == nil {
@@ -222,6 +226,8 @@ func (s *Set) takeSlow(ctx context.Context, timed bool, d time.Duration, e *entr
 		return nil
 	case semaphore.Broken:
 		return s.failBroken(s.broken.Load(), key, n)
+	case semaphore.Cancelled:
+		return s.failContext(ctx, key, n, true, time.Since(start), capacity)
 	default:
 		return s.failed(key, n, semaphore.TooLarge, "more than the limit, which was reduced while waiting", semaphore.ErrTooLarge)
 	}
@@ -296,6 +302,16 @@ func (s *Set) dispatchLocked() {
 		e := l.contending[i]
 		sh := e.share
 		w := sh.head
+		if w.done != nil && isClosed(w.done) {
+			// Its context ended and it has not left yet: it gets nothing and
+			// its key is not charged for units it would not use.
+			if sh.unlink(w); sh.head == nil {
+				l.uncontend(e)
+			}
+			w.settled, w.outcome = true, semaphore.Cancelled
+			close(w.ready)
+			continue
+		}
 		if !l.takeLocked(w.n) {
 			return // the flag stays set: releases come here
 		}
@@ -310,6 +326,16 @@ func (s *Set) dispatchLocked() {
 	}
 	if s.broken.Load() == nil {
 		l.state.And(^int64(flagContended))
+	}
+}
+
+// isClosed reports whether ch is closed.
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
 	}
 }
 

@@ -351,3 +351,25 @@ func TestResize_AnAdaptiveLimiterDrivesTheLimit(t *testing.T) {
 	assert.Equal(t, int64(7), n, "the limiter applies its limit to the set at once")
 	assert.Equal(t, l.Limit(), int(n))
 }
+
+func TestLimit_AWaiterWhoseContextEndedGetsNothingAndCostsItsKeyNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := keyed.New(4, keyed.WithLimit(1))
+		x, _ := s.TryAcquire("x", 1)
+		keep, _ := s.TryAcquire("a", 0) // keeps a active: 1 grant
+		ctx, cancel := context.WithCancel(context.Background())
+		dead := acquireAsync(ctx, s, "a", 1)
+		synctest.Wait()
+		next := acquireAsync(context.Background(), s, "b", 1)
+		synctest.Wait()
+		cancel()
+		x.Release() // before a's call has seen its context end
+		r := <-dead
+		require.ErrorIs(t, r.err, context.Canceled)
+		r = <-next
+		require.NoError(t, r.err)
+		assert.Equal(t, uint64(1), s.KeyStats("a").Granted, "a was not granted the unit its call would not use")
+		r.u.Release()
+		keep.Release()
+	})
+}
