@@ -74,7 +74,8 @@ type share struct {
 	// it is active.
 	weight    int64
 	guarantee int64
-	// granted counts the key's grants at the limit since it became active.
+	// granted counts the key's calls granted at the limit since it became
+	// active (KeyStats.Acquired).
 	// Atomic: read for Stats.
 	granted atomic.Uint64
 	// The key's calls waiting at the limit, oldest first. Guarded by Set.mu.

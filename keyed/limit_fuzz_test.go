@@ -383,7 +383,7 @@ func runLimitModel(t *testing.T, m *fairModel, ops []byte) {
 			wasActive[name] = active
 			waiting := len(k.keyLine) + len(k.limitLine)
 			want := keyed.KeyStats{Key: name, Capacity: k.capacity, Held: k.held, Waiters: waiting,
-				Weight: k.weight, Guarantee: k.guarantee, Granted: k.granted}
+				Weight: k.weight, Guarantee: k.guarantee, Acquired: k.granted}
 			w := weights
 			if !active {
 				w += k.weight

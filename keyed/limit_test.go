@@ -85,7 +85,7 @@ func TestLimit_WaitingKeysHoldUnitsInProportionToTheirWeights(t *testing.T) {
 		assert.Equal(t, 2, granted(t, a, &held), "a, weight 1: a fifth of the limit")
 		assert.Equal(t, 8, granted(t, b, &held), "b, weight 4: four fifths")
 		ks := s.KeyStats("b")
-		assert.Equal(t, keyed.KeyStats{Key: "b", Capacity: 100, Held: 8, Waiters: 2, Weight: 4, Share: 8, Granted: 8}, ks)
+		assert.Equal(t, keyed.KeyStats{Key: "b", Capacity: 100, Held: 8, Waiters: 2, Weight: 4, Share: 8, Acquired: 8}, ks)
 		finish(s, held, a, b)
 	})
 }
@@ -368,7 +368,7 @@ func TestLimit_AWaiterWhoseContextEndedGetsNothingAndCostsItsKeyNothing(t *testi
 		require.ErrorIs(t, r.err, context.Canceled)
 		r = <-next
 		require.NoError(t, r.err)
-		assert.Equal(t, uint64(1), s.KeyStats("a").Granted, "a was not granted the unit its call would not use")
+		assert.Equal(t, uint64(1), s.KeyStats("a").Acquired, "a was not granted the unit its call would not use")
 		r.u.Release()
 		keep.Release()
 	})

@@ -43,7 +43,7 @@ type KeyStats struct {
 	Guarantee int64  // the key's guaranteed minimum (WithGuaranteeFunc)
 	Share     int64  // the key's weighted share of the limit if every active key wanted more: Limit × Weight / (the active keys' weights), rounded down, at least Guarantee and at most Capacity
 	Borrowed  int64  // units held beyond Share: lent by keys that do not use their share
-	Granted   uint64 // grants at the limit since the key became active
+	Acquired  uint64 // the key's calls granted the limit's units since the key became active
 }
 
 // Stats returns a snapshot of the set. It reads each active key under its
@@ -103,7 +103,7 @@ func (s *Set) KeyStats(key string) KeyStats {
 func (s *Set) keyStatsOf(e *entry, limit, weights int64) KeyStats {
 	ks := KeyStats{Key: e.key, Capacity: e.sem.Capacity(), Held: e.held.Load(), Waiters: int(e.waiting.Load())}
 	if sh := e.share; sh != nil {
-		ks.Weight, ks.Guarantee, ks.Granted = sh.weight, sh.guarantee, sh.granted.Load()
+		ks.Weight, ks.Guarantee, ks.Acquired = sh.weight, sh.guarantee, sh.granted.Load()
 		ks.Share = shareOf(limit, params{capacity: ks.Capacity, weight: sh.weight, guarantee: sh.guarantee}, weights)
 		ks.Borrowed = max(ks.Held-ks.Share, 0)
 	}
@@ -214,7 +214,7 @@ func (s *Set) Diagnostics(maxLines int) string {
 	for _, r := range shown {
 		fmt.Fprintf(&b, "  %-24s held %d of %d, %d waiting", strconv.Quote(r.Key), r.Held, r.Capacity, r.Waiters)
 		if s.limit != nil {
-			fmt.Fprintf(&b, "; weight %d, guarantee %d, share %d, borrowed %d, granted %d", r.Weight, r.Guarantee, r.Share, r.Borrowed, r.Granted)
+			fmt.Fprintf(&b, "; weight %d, guarantee %d, share %d, borrowed %d, acquired %d", r.Weight, r.Guarantee, r.Share, r.Borrowed, r.Acquired)
 		}
 		b.WriteByte('\n')
 	}
