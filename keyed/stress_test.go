@@ -187,3 +187,40 @@ func stress(t *testing.T, breakIt, limited bool) {
 		assert.Equal(t, 0, g.Waiters())
 	}
 }
+
+// TestStress_AKeyHasOneEntryAtATime makes two keys of capacity 1 active and
+// inactive again as fast as goroutines can, so that a call finding a key's
+// entry races the last holder removing it, and checks that no two calls ever
+// hold the same key at once: an entry revived after its removal, or reused for
+// another key while a call still counts on it, would give a key two
+// semaphores.
+func TestStress_AKeyHasOneEntryAtATime(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	ops := 1_000_000
+	if testing.Short() || raceEnabled {
+		ops = 50_000
+	}
+	s := keyed.New(1)
+	var holders [2]atomic.Int32
+	var violations atomic.Int64
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			for i := range ops {
+				k := (i + w) % 2
+				u, ok := s.TryAcquire(strconv.Itoa(k), 1)
+				if !ok {
+					continue
+				}
+				if holders[k].Add(1) > 1 {
+					violations.Add(1)
+				}
+				holders[k].Add(-1)
+				u.Release()
+			}
+		})
+	}
+	wg.Wait()
+	assert.Zero(t, violations.Load(), "a key was held twice at once")
+	assert.Equal(t, 0, s.Stats().Keys)
+}
