@@ -196,7 +196,7 @@ func (s *Set) activate(sh *shard, key string, p params) *entry {
 	}
 	e.key = key
 	if e.share != nil {
-		e.share.weight, e.share.guarantee = p.weight, p.guarantee
+		e.share.weight, e.share.guarantee, e.share.fresh = p.weight, p.guarantee, true
 		e.share.granted.Store(0)
 		s.weights.Add(p.weight)
 	}

@@ -83,6 +83,11 @@ type share struct {
 	// vfinish is the virtual time at which the key's last grant by dispatch
 	// ends: its start tag plus n*vscale/weight. Guarded by Set.mu.
 	vfinish uint64
+	// fresh is set when the key becomes active (under its shard's write lock,
+	// while nobody else can reach the entry), and cleared under Set.mu when its
+	// first call queues, which sets vfinish to the virtual time then: a key
+	// made active anew, perhaps in an entry another key used, owes nothing.
+	fresh bool
 }
 
 // A limitWaiter is a call waiting at the limit.
@@ -180,6 +185,9 @@ func (s *Set) takeSlow(ctx context.Context, timed bool, d time.Duration, e *entr
 	}
 	l.seq++
 	sh := e.share
+	if sh.fresh {
+		sh.vfinish, sh.fresh = l.vnow, false
+	}
 	if sh.head == nil {
 		sh.head = w
 		l.contending = append(l.contending, e)

@@ -379,6 +379,7 @@ func runLimitModel(t *testing.T, m *fairModel, ops []byte) {
 			active := m.active(name)
 			if !active && wasActive[name] {
 				k.granted = 0 // counted anew when the key becomes active again
+				k.vfinish = 0 // and owes nothing: it starts at the virtual time then
 			}
 			wasActive[name] = active
 			waiting := len(k.keyLine) + len(k.limitLine)

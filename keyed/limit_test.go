@@ -373,3 +373,28 @@ func TestLimit_AWaiterWhoseContextEndedGetsNothingAndCostsItsKeyNothing(t *testi
 		keep.Release()
 	})
 }
+
+func TestLimit_AKeyActiveAnewOwesNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := keyed.New(4, keyed.WithLimit(1))
+		x, _ := s.TryAcquire("x", 1)
+		r := acquireAsync(context.Background(), s, "a", 1)
+		synctest.Wait()
+		x.Release() // a is granted at the limit: its virtual time moves ahead
+		got := <-r
+		require.NoError(t, got.err)
+		got.u.Release() // a is inactive: its entry is kept for reuse
+		y, _ := s.TryAcquire("y", 1)
+		a := acquireAsync(context.Background(), s, "a", 1) // active anew
+		synctest.Wait()
+		b := acquireAsync(context.Background(), s, "b", 1)
+		synctest.Wait()
+		y.Release()
+		got = <-a
+		require.NoError(t, got.err, "a waited first and owes nothing from before")
+		got.u.Release()
+		got = <-b
+		require.NoError(t, got.err)
+		got.u.Release()
+	})
+}
