@@ -3,6 +3,8 @@ package keyed_test
 import (
 	"context"
 	"errors"
+	"math"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -397,4 +399,54 @@ func TestLimit_AKeyActiveAnewOwesNothing(t *testing.T) {
 		require.NoError(t, got.err)
 		got.u.Release()
 	})
+}
+
+func TestLimit_EdgesOfItsRange(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := keyed.New(4, keyed.WithName("edge"), keyed.WithLimit(0),
+			keyed.WithGuaranteeFunc(func(string) int64 { return 10 })) // above the capacity: taken as 4
+		u, ok := s.TryAcquire("k", 0)
+		require.True(t, ok, "a limit of 0 admits requests for 0 units")
+		assert.Equal(t, int64(4), s.KeyStats("k").Guarantee, "a guarantee is at most the key's capacity")
+		_, err := s.Acquire(context.Background(), "k", 1)
+		require.ErrorIs(t, err, semaphore.ErrTooLarge)
+		_, err = s.AcquireTimeout(-time.Second, "k", 1)
+		require.ErrorIs(t, err, semaphore.ErrTooLarge, "too large comes before a timeout that does not wait")
+		s.Resize(1)
+		w, ok := s.TryAcquire("k", 1)
+		require.True(t, ok)
+		_, err = s.AcquireTimeout(-time.Second, "j", 1)
+		require.ErrorIs(t, err, semaphore.ErrTimedOut, "a negative timeout never waits")
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		_, err = s.Acquire(ctx, "j", 1)
+		require.ErrorIs(t, err, context.Canceled, "a done context is reported first")
+		w.Release()
+		u.Release()
+		s.Resize(math.MaxInt64)
+		n, _ := s.Limit()
+		assert.Equal(t, int64(semaphore.MaxUnits), n, "a huge Resize means MaxUnits")
+	})
+}
+
+func TestDiagnostics_HostileKeysStayOnOneLineEach(t *testing.T) {
+	s := keyed.New(2, keyed.WithName("up"), keyed.WithLimit(4))
+	long := strings.Repeat("x", 5000)
+	var us []*keyed.Units
+	for _, key := range []string{"a\nb", "<script>alert(1)</script>", long, ""} {
+		u, ok := s.TryAcquire(key, 1)
+		require.True(t, ok)
+		us = append(us, u)
+	}
+	d := s.Diagnostics(0)
+	assert.Len(t, strings.Split(strings.TrimSuffix(d, "\n"), "\n"), 2+4, "a header, the limit's line and one row per key")
+	assert.Contains(t, d, `"a\nb"`, "a key is quoted, its newline escaped")
+	assert.Contains(t, d, `"<script>alert(1)</script>"`)
+	assert.Contains(t, d, `""`)
+	assert.Equal(t, int64(5000), int64(len(s.KeyStats(long).Key)))
+	_, err := s.Acquire(context.Background(), "a\nb", 3)
+	assert.Contains(t, err.Error(), `for key "a\nb": more than the capacity of 2`)
+	for _, u := range us {
+		u.Release()
+	}
 }
