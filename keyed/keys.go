@@ -40,6 +40,9 @@ import (
 // cores rarely share a lock word, few enough that an empty set stays small.
 const shardCount = 32
 
+// A shard's index fits in a byte, which Units keeps in its padding.
+const _ = uint8(shardCount - 1)
+
 // A shard is one map of active keys and the idle entries kept for reuse.
 type shard struct {
 	mu sync.RWMutex
@@ -85,22 +88,24 @@ type entry struct {
 	share *share
 }
 
-// shardOf returns the shard of key.
-func (s *Set) shardOf(key string) *shard {
-	return &s.shards[hashString(s.seed, key)%shardCount]
+// shardOf returns the index of key's shard. A call computes it once, in join,
+// and its Units keeps it for Release.
+func (s *Set) shardOf(key string) uint8 {
+	return uint8(maphash.String(s.seed, key) % shardCount)
 }
 
 // join takes a reference to key's entry, making the key active if it is not,
-// for a call asking for n units. On a broken set it takes nothing and returns the
-// semaphore that fails such calls.
-func (s *Set) join(key string, n int64) (*entry, *semaphore.Semaphore) {
+// for a call asking for n units, and returns it with its shard's index. On a
+// broken set it takes nothing and returns the semaphore that fails such calls.
+func (s *Set) join(key string, n int64) (*entry, uint8, *semaphore.Semaphore) {
 	if s.label == "" {
 		panic(errZeroSet)
 	}
 	if n < 0 {
 		s.panicf("acquire %d units for key %q: negative", n, key)
 	}
-	sh := s.shardOf(key)
+	i := s.shardOf(key)
+	sh := &s.shards[i]
 	sh.mu.RLock()
 	e := sh.m[key]
 	if e != nil {
@@ -110,11 +115,11 @@ func (s *Set) join(key string, n int64) (*entry, *semaphore.Semaphore) {
 	if e == nil {
 		var b *semaphore.Semaphore
 		if e, b = s.joinSlow(sh, key); b != nil {
-			return nil, b
+			return nil, 0, b
 		}
 	}
 	e.waiting.Add(1)
-	return e, nil
+	return e, i, nil
 }
 
 // joinSlow is join for a key that was not active when join looked.
@@ -209,8 +214,9 @@ func (s *Set) activate(sh *shard, key string, p params) *entry {
 	return e
 }
 
-// leave drops one reference to e, and makes the key inactive with the last one.
-func (s *Set) leave(e *entry) {
+// leave drops one reference to e, in shard i, and makes the key inactive with
+// the last one.
+func (s *Set) leave(e *entry, i uint8) {
 	for {
 		r := e.refs.Load()
 		if r <= 1 {
@@ -221,7 +227,7 @@ func (s *Set) leave(e *entry) {
 		}
 	}
 	// Perhaps the last: drop it under the write lock (see the protocol).
-	sh := s.shardOf(e.key)
+	sh := &s.shards[i]
 	sh.mu.Lock()
 	if e.refs.Add(-1) == 0 {
 		s.remove(sh, e)
@@ -270,9 +276,4 @@ func (s *Set) eachEntry(f func(*entry)) {
 		}
 		sh.mu.RUnlock()
 	}
-}
-
-// hashString hashes key for shardOf.
-func hashString(seed maphash.Seed, key string) uint64 {
-	return maphash.String(seed, key)
 }

@@ -130,27 +130,27 @@ func New(capacity int64, opts ...Option) *Set {
 // reported first. semaphore.OutcomeOf tells how the call ended. Acquire panics
 // if n is negative.
 func (s *Set) Acquire(ctx context.Context, key string, n int64) (*Units, error) {
-	e, b := s.join(key, n)
+	e, i, b := s.join(key, n)
 	if b != nil {
 		return nil, s.fail(key, n, nil, b.Acquire(ctx, n))
 	}
 	if err := e.sem.Acquire(ctx, n); err != nil {
-		s.abandon(e, 0)
+		s.abandon(e, i, 0)
 		return nil, s.fail(key, n, nil, err)
 	}
 	switch {
 	case s.limit != nil:
 		if err := s.take(ctx, false, 0, e, key, n); err != nil {
-			s.abandon(e, n)
+			s.abandon(e, i, n)
 			return nil, err
 		}
 	case s.global != nil:
 		if err := s.global.Acquire(ctx, n); err != nil {
-			s.abandon(e, n)
+			s.abandon(e, i, n)
 			return nil, s.fail(key, n, s.global, err)
 		}
 	}
-	return s.granted(e, key, n), nil
+	return s.granted(e, i, key, n), nil
 }
 
 // AcquireTimeout is Acquire with a deadline d from now and no context: d bounds
@@ -159,7 +159,7 @@ func (s *Set) Acquire(ctx context.Context, key string, n int64) (*Units, error) 
 // it succeeds only when both levels can grant at once. It fails otherwise as
 // Acquire does, and panics if n is negative.
 func (s *Set) AcquireTimeout(d time.Duration, key string, n int64) (*Units, error) {
-	e, b := s.join(key, n)
+	e, i, b := s.join(key, n)
 	if b != nil {
 		return nil, s.fail(key, n, nil, b.AcquireTimeout(d, n))
 	}
@@ -168,7 +168,7 @@ func (s *Set) AcquireTimeout(d time.Duration, key string, n int64) (*Units, erro
 		start = time.Now()
 	}
 	if err := e.sem.AcquireTimeout(d, n); err != nil {
-		s.abandon(e, 0)
+		s.abandon(e, i, 0)
 		return nil, s.fail(key, n, nil, err)
 	}
 	rest := d
@@ -178,16 +178,16 @@ func (s *Set) AcquireTimeout(d time.Duration, key string, n int64) (*Units, erro
 	switch {
 	case s.limit != nil:
 		if err := s.take(context.Background(), true, rest, e, key, n); err != nil {
-			s.abandon(e, n)
+			s.abandon(e, i, n)
 			return nil, err
 		}
 	case s.global != nil:
 		if err := s.global.AcquireTimeout(rest, n); err != nil {
-			s.abandon(e, n)
+			s.abandon(e, i, n)
 			return nil, s.fail(key, n, s.global, err)
 		}
 	}
-	return s.granted(e, key, n), nil
+	return s.granted(e, i, key, n), nil
 }
 
 // TryAcquire takes n units of key and of the limit or global semaphore if both
@@ -196,12 +196,12 @@ func (s *Set) AcquireTimeout(d time.Duration, key string, n int64) (*Units, erro
 // holds nothing and returns nil and false; it fails on a broken set. It panics
 // if n is negative.
 func (s *Set) TryAcquire(key string, n int64) (*Units, bool) {
-	e, b := s.join(key, n)
+	e, i, b := s.join(key, n)
 	if b != nil {
 		return nil, false
 	}
 	if !e.sem.TryAcquire(n) {
-		s.abandon(e, 0)
+		s.abandon(e, i, 0)
 		return nil, false
 	}
 	switch {
@@ -209,37 +209,39 @@ func (s *Set) TryAcquire(key string, n int64) (*Units, bool) {
 		// The flag is set while anyone waits at the limit, and for good after
 		// Break: tryTake fails then.
 		if !s.limit.tryTake(n) {
-			s.abandon(e, n)
+			s.abandon(e, i, n)
 			return nil, false
 		}
 		s.grantedAt(e, n)
 	case s.global != nil:
 		if !s.global.TryAcquire(n) {
-			s.abandon(e, n)
+			s.abandon(e, i, n)
 			return nil, false
 		}
 	}
-	return s.granted(e, key, n), true
+	return s.granted(e, i, key, n), true
 }
 
-// granted turns a call that holds n units at both levels into Units.
-func (s *Set) granted(e *entry, key string, n int64) *Units {
+// granted turns a call on e, in shard i, that holds n units at both levels
+// into Units.
+func (s *Set) granted(e *entry, i uint8, key string, n int64) *Units {
 	if s.limit == nil {
 		e.held.Add(n) // the limit counts its grants where it makes them
 	}
 	e.waiting.Add(-1)
-	s.shardOf(key).acquired.Add(1) // per shard: keys on other cores do not share the counter
-	return &Units{set: s, e: e, key: key, n: n}
+	s.shards[i].acquired.Add(1) // per shard: keys on other cores do not share the counter
+	return &Units{set: s, e: e, key: key, n: n, shard: i}
 }
 
-// abandon ends a call that failed after joining: it gives back the n units it
-// holds at the key level (0 when the key level failed) and drops its reference.
-func (s *Set) abandon(e *entry, n int64) {
+// abandon ends a call on e, in shard i, that failed after joining: it gives
+// back the n units it holds at the key level (0 when the key level failed) and
+// drops its reference.
+func (s *Set) abandon(e *entry, i uint8, n int64) {
 	if n > 0 {
 		e.sem.Release(n)
 	}
 	e.waiting.Add(-1)
-	s.leave(e)
+	s.leave(e, i)
 }
 
 // errZeroSet is the panic of every method of a zero Set but String.

@@ -81,7 +81,7 @@ func (s *Set) KeyStats(key string) KeyStats {
 		panic(errZeroSet)
 	}
 	limit, _ := s.Limit()
-	sh := s.shardOf(key)
+	sh := &s.shards[s.shardOf(key)]
 	sh.mu.RLock()
 	if e := sh.m[key]; e != nil {
 		ks := s.keyStatsOf(e, limit, s.weights.Load())

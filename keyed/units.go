@@ -20,6 +20,7 @@ type Units struct {
 	key      string // fixed
 	n        int64  // fixed
 	released atomic.Bool
+	shard    uint8 // fixed: the index of e's shard
 }
 
 // Release gives the units back to the global level, then to the key, and
@@ -41,7 +42,7 @@ func (u *Units) Release() {
 		e.held.Add(-u.n)
 	}
 	e.sem.Release(u.n)
-	s.leave(e)
+	s.leave(e, u.shard)
 }
 
 // Count returns the number of units u owns at each level: n until released, then
