@@ -228,8 +228,16 @@ func (s *Set) takeSlow(ctx context.Context, timed bool, d time.Duration, e *entr
 	case semaphore.Granted:
 		if !timed && ctx.Err() != nil {
 			// Granted as the context ended: the caller sees its context's error,
-			// as with x/sync, and the units go to whoever is next.
-			s.giveBack(e, n)
+			// as with x/sync, and the units go to whoever is next. The key was
+			// charged for a grant it does not use: that is taken back too.
+			s.mu.Lock()
+			sh := e.share
+			sh.vfinish -= uint64(n) * vscale / uint64(sh.weight)
+			sh.granted.Add(^uint64(0))
+			e.held.Add(-n)
+			l.state.Add(n << 1)
+			s.dispatchLocked()
+			s.mu.Unlock()
 			return s.failContext(ctx, key, n, true, time.Since(start), capacity)
 		}
 		return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"runtime"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -449,4 +450,26 @@ func TestDiagnostics_HostileKeysStayOnOneLineEach(t *testing.T) {
 	for _, u := range us {
 		u.Release()
 	}
+}
+
+func TestLimit_AGrantThatRacesTheContextIsGivenBackAndNotCharged(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1)) // the waiter runs only when the test blocks
+	synctest.Test(t, func(t *testing.T) {
+		s := keyed.New(4, keyed.WithLimit(1))
+		x, _ := s.TryAcquire("x", 1)
+		keep, _ := s.TryAcquire("a", 0) // keeps a active: 1 grant
+		ctx, cancel := context.WithCancel(context.Background())
+		raced := acquireAsync(ctx, s, "a", 1)
+		synctest.Wait()
+		x.Release() // grants a's call...
+		cancel()    // ...and its context ends before it runs
+		r := <-raced
+		require.ErrorIs(t, r.err, context.Canceled, "granted as its context ended: the caller sees the context's error")
+		assert.Equal(t, uint64(1), s.KeyStats("a").Acquired, "the grant it did not use is not counted")
+		assert.Equal(t, int64(0), s.KeyStats("a").Held)
+		u, ok := s.TryAcquire("b", 1)
+		require.True(t, ok, "the unit came back")
+		u.Release()
+		keep.Release()
+	})
 }
