@@ -109,7 +109,8 @@ func newLimit(capacity int64) *limit {
 	return l
 }
 
-// tryTake takes n units lock-free if nobody waits and they are free.
+// tryTake takes n units lock-free if nobody waits and they are free. Its swap
+// fails once a waiter's Or has set the flag (see the state word, and takeSlow).
 func (l *limit) tryTake(n int64) bool {
 	for {
 		st := l.state.Load()
@@ -138,8 +139,8 @@ func (l *limit) takeLocked(n int64) bool {
 
 // take takes n units of the limit for a call on e that holds its key's units,
 // waiting in the fair order. ctx is Acquire's context; for AcquireTimeout
-// (timed), it is context.Background and d is the timeout. It fails as the package documentation says, and then has
-// taken nothing.
+// (timed), it is context.Background and d is the timeout. It fails as Acquire
+// documents, and then has taken nothing.
 func (s *Set) take(ctx context.Context, timed bool, d time.Duration, e *entry, key string, n int64) error {
 	if s.limit.tryTake(n) {
 		s.grantedAt(e, n)
@@ -154,6 +155,7 @@ func (s *Set) grantedAt(e *entry, n int64) {
 	e.share.granted.Add(1)
 }
 
+// takeSlow is take when the units are not free or someone waits.
 func (s *Set) takeSlow(ctx context.Context, timed bool, d time.Duration, e *entry, key string, n int64) error {
 	l := s.limit
 	if !timed && ctx.Err() != nil {
