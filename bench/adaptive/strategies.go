@@ -35,7 +35,8 @@ var algorithms = []struct {
 	name string
 	make func() adaptive.Algorithm
 }{
-	// The package's default algorithm, once it has one, goes first.
+	// The package's default algorithm goes first: Capacity, as New gives it.
+	{"Capacity", func() adaptive.Algorithm { return nil }},
 	{"AIMD", func() adaptive.Algorithm {
 		return adaptive.NewAIMD(adaptive.AIMDConfig{InitialLimit: 20, MinLimit: 1})
 	}},
@@ -97,11 +98,13 @@ func (s *static) do(ctx, queue context.Context, call func(context.Context) error
 func (s *static) limit() int { return int(s.sem.Capacity()) }
 
 // ours is this module's adaptive Limiter. A request that times out at the
-// backend is a drop.
+// backend is TimedOut, which the Limiter judges.
 type ours struct{ l *adaptive.Limiter }
 
+// newOurs starts the semaphore at 20, the initial limit the algorithms are
+// given, for the default algorithm (nil), which starts from it.
 func newOurs(alg adaptive.Algorithm, opts ...adaptive.Option) *ours {
-	return &ours{adaptive.New(semaphore.New(1), alg, opts...)}
+	return &ours{adaptive.New(semaphore.New(20), alg, opts...)}
 }
 
 func (o *ours) do(ctx, queue context.Context, call func(context.Context) error) ending {
@@ -109,13 +112,9 @@ func (o *ours) do(ctx, queue context.Context, call func(context.Context) error) 
 	if err != nil {
 		return waitEnding(queue)
 	}
-	e := callEnding(call(ctx))
-	if e == served {
-		c.Done(adaptive.Success)
-	} else {
-		c.Done(adaptive.Dropped)
-	}
-	return e
+	err = call(ctx)
+	c.Done(adaptive.Classify(err)) // a deadline is TimedOut, judged by Done
+	return callEnding(err)
 }
 
 func (o *ours) limit() int { return o.l.Limit() }
