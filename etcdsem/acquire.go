@@ -9,7 +9,6 @@ import (
 
 	"github.com/fairsem/semaphore"
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
-	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -28,7 +27,11 @@ import (
 //
 // An RPC whose outcome is unknown (a timeout, a dropped connection) is retried
 // with the same key: if the first attempt was written, the retry finds it and
-// keeps its place. Acquire never leaves a key behind when it fails.
+// keeps its place. A request etcd refuses for good (too large, not permitted,
+// its database full) ends the call with etcd's error, and a lease the server no
+// longer knows with ErrLost. So every call ends: granted, refused, by ctx, by
+// the loss of its lease (within the TTL when etcd cannot be reached), or by
+// Close. Acquire never leaves a key behind when it fails.
 // It panics if n is negative or above semaphore.MaxUnits.
 func (s *Semaphore) Acquire(ctx context.Context, n int64) (*Units, error) {
 	s.checkUnits("Acquire", n)
@@ -36,8 +39,10 @@ func (s *Semaphore) Acquire(ctx context.Context, n int64) (*Units, error) {
 	if ctx.Err() != nil {
 		return nil, s.waitError(ctx, n, start)
 	}
+	cctx, stop := s.callContext(ctx)
+	defer stop()
 	for {
-		l, err := s.currentLease(ctx)
+		l, err := s.currentLease(cctx)
 		if err != nil {
 			return nil, s.rpcError(ctx, acquireOp(n), n, start, err)
 		}
@@ -48,20 +53,30 @@ func (s *Semaphore) Acquire(ctx context.Context, n int64) (*Units, error) {
 		}
 		r := s.newRequestLocked(l, n)
 		s.mu.Unlock()
-		resp, attempts, err := s.txnAcquire(ctx, r)
-		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
-			// The lease expired before the first write: nothing was written.
-			l.fail(fmt.Errorf("lease %x not found on the server: %w", int64(l.id), ErrLost))
-			continue
-		}
+		resp, attempts, err := s.txnAcquire(cctx, r)
 		if err != nil {
+			gone := classify(err) == rpcLeaseGone
+			if gone {
+				l.fail(fmt.Errorf("lease %x not found on the server: %w", int64(l.id), ErrLost)) // fails r
+			}
 			s.mu.Lock()
+			failed, ferr := r.state == stateFailed, r.err
 			s.abandonLocked(r)
 			s.mu.Unlock()
+			switch {
+			case ctx.Err() != nil:
+				return nil, s.waitError(ctx, n, start)
+			case gone && attempts == 1:
+				continue // nothing was written: try again on a new lease
+			case failed:
+				return nil, ferr // its lease was lost or the handle closed meanwhile
+			}
 			return nil, s.rpcError(ctx, acquireOp(n), n, start, err)
 		}
-		if err := s.afterWrite(r, resp, attempts); err != nil {
-			return nil, err
+		if resp != nil { // nil: granted before the answer came
+			if err := s.afterWrite(r, resp, attempts); err != nil {
+				return nil, err
+			}
 		}
 		select {
 		case <-r.done:
@@ -102,10 +117,12 @@ func (s *Semaphore) AcquireTimeout(ctx context.Context, d time.Duration, n int64
 
 // txnAcquire writes r's key in one transaction: if the semaphore is not
 // broken, n does not exceed the capacity and the key is absent, put the key;
-// otherwise read the key, the broken key and the capacity. A
-// failed attempt's outcome is unknown, so the same transaction is retried until
-// it gets an answer or ctx ends: a retry after a write that landed takes the
-// else branch and finds the key, keeping its place.
+// otherwise read the key, the broken key and the capacity. An attempt whose
+// outcome is unknown is retried, the same transaction, until it gets an answer,
+// etcd refuses it, its lease is gone, r is settled (granted, with a nil
+// answer, or failed: its lease lost, the handle closed) or ctx ends: a retry
+// after a write that landed takes the else branch and finds the key, keeping
+// its place.
 func (s *Semaphore) txnAcquire(ctx context.Context, r *request) (*clientv3.TxnResponse, int, error) {
 	val := formatValue(r.n, r.born, s.cfg.clientTag)
 	for attempts := 1; ; attempts++ {
@@ -122,12 +139,23 @@ func (s *Semaphore) txnAcquire(ctx context.Context, r *request) (*clientv3.TxnRe
 			clientv3.OpGet(s.capKey),
 		).Commit()
 		cancel()
-		if err == nil || errors.Is(err, rpctypes.ErrLeaseNotFound) && attempts == 1 || ctx.Err() != nil {
+		if err == nil || ctx.Err() != nil || classify(err) != rpcUnknown {
 			return resp, attempts, err
 		}
 		select {
 		case <-ctx.Done():
 			return nil, attempts, ctx.Err()
+		case <-r.done:
+			// Settled meanwhile: granted by the watch, which saw an earlier
+			// attempt's write (its answer is not needed), or failed (its
+			// lease lost, the handle closed).
+			s.mu.Lock()
+			granted := r.state == stateHeld
+			s.mu.Unlock()
+			if granted {
+				return nil, attempts, nil
+			}
+			return nil, attempts, err
 		case <-time.After(retryPause):
 		}
 	}
@@ -222,13 +250,13 @@ func (s *Semaphore) waitError(ctx context.Context, n int64, start time.Time) err
 	return s.errorf(acquireOp(n), "canceled after %v: %w", waited, allOf(ctx.Err(), context.Cause(ctx)))
 }
 
-// rpcError is the error of a call (op, for n units) that could not reach etcd
-// or was closed.
+// rpcError is the error of a call (op, for n units) whose RPC failed with err:
+// the wait's if ctx ended, otherwise failed's.
 func (s *Semaphore) rpcError(ctx context.Context, op string, n int64, start time.Time, err error) error {
 	if ctx.Err() != nil {
 		return s.waitError(ctx, n, start)
 	}
-	return s.errorf(op, "%w", err)
+	return s.failed(op, err)
 }
 
 // checkUnits panics on a negative or oversized count: a programmer error.

@@ -22,8 +22,10 @@ func (s *Semaphore) Resize(ctx context.Context, c int64) error {
 	if err := s.errIfClosed(op); err != nil {
 		return err
 	}
-	if _, err := s.cli.Put(ctx, s.capKey, formatUnits(c)); err != nil {
-		return s.errorf(op, "%w", err)
+	cctx, stop := s.callContext(ctx)
+	defer stop()
+	if _, err := s.cli.Put(cctx, s.capKey, formatUnits(c)); err != nil {
+		return s.failed(op, err)
 	}
 	return nil
 }
@@ -41,8 +43,10 @@ func (s *Semaphore) Break(ctx context.Context, err error) error {
 	if cerr := s.errIfClosed("break"); cerr != nil {
 		return cerr
 	}
-	if _, perr := s.cli.Put(ctx, s.brokenKey, err.Error()); perr != nil {
-		return s.errorf("break", "%w", perr)
+	cctx, stop := s.callContext(ctx)
+	defer stop()
+	if _, perr := s.cli.Put(cctx, s.brokenKey, err.Error()); perr != nil {
+		return s.failed("break", perr)
 	}
 	return nil
 }
@@ -53,8 +57,10 @@ func (s *Semaphore) Repair(ctx context.Context) error {
 	if err := s.errIfClosed("repair"); err != nil {
 		return err
 	}
-	if _, err := s.cli.Delete(ctx, s.brokenKey); err != nil {
-		return s.errorf("repair", "%w", err)
+	cctx, stop := s.callContext(ctx)
+	defer stop()
+	if _, err := s.cli.Delete(cctx, s.brokenKey); err != nil {
+		return s.failed("repair", err)
 	}
 	return nil
 }
@@ -72,11 +78,13 @@ func (s *Semaphore) Drain(ctx context.Context) error {
 	if err := s.errIfClosed("drain"); err != nil {
 		return err
 	}
-	if err := s.catchUp(ctx); err != nil {
+	cctx, stop := s.callContext(ctx)
+	defer stop()
+	if err := s.catchUp(cctx); err != nil {
 		if ctx.Err() != nil {
 			return s.drainError(ctx, start)
 		}
-		return s.errorf("drain", "%w", err)
+		return s.failed("drain", err)
 	}
 	for {
 		s.mu.Lock()
@@ -90,8 +98,11 @@ func (s *Semaphore) Drain(ctx context.Context) error {
 		}
 		select {
 		case <-ch:
-		case <-ctx.Done():
-			return s.drainError(ctx, start)
+		case <-cctx.Done():
+			if ctx.Err() != nil {
+				return s.drainError(ctx, start)
+			}
+			// Closed: the loop says so.
 		}
 	}
 }
@@ -139,8 +150,10 @@ func (s *Semaphore) Stats(ctx context.Context) (Stats, error) {
 	if err := s.errIfClosed("stats"); err != nil {
 		return Stats{}, err
 	}
-	if err := s.catchUp(ctx); err != nil {
-		return Stats{}, s.errorf("stats", "%w", err)
+	cctx, stop := s.callContext(ctx)
+	defer stop()
+	if err := s.catchUp(cctx); err != nil {
+		return Stats{}, s.failed("stats", err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

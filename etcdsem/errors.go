@@ -32,6 +32,25 @@ func (s *Semaphore) errorf(what, format string, args ...any) error {
 	return fmt.Errorf("etcdsem %q: %s: "+format, append([]any{s.name, what}, args...)...)
 }
 
+// failed is the error of op whose RPC failed with err: ErrClosed if the handle
+// closed meanwhile (Close ends every call in flight), otherwise rpcFailed's.
+// s.mu must not be held.
+func (s *Semaphore) failed(op string, err error) error {
+	if cerr := s.errIfClosed(op); cerr != nil {
+		return cerr
+	}
+	return s.rpcFailed(op, err)
+}
+
+// rpcFailed is the error of op whose RPC failed with err: err, said to be final
+// when etcd refused the request for good.
+func (s *Semaphore) rpcFailed(op string, err error) error {
+	if classify(err) == rpcRefused {
+		return s.errorf(op, "refused for good: %w", err)
+	}
+	return s.errorf(op, "%w", err)
+}
+
 // acquireOp is the what of an error of an acquire of n units.
 func acquireOp(n int64) string { return "acquire " + unitsText(n) }
 

@@ -2,12 +2,10 @@ package etcdsem
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/fairsem/semaphore"
-	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -35,11 +33,13 @@ func (s *Semaphore) TryAcquire(ctx context.Context, n int64) (*Units, bool, erro
 	if err := s.errIfClosed(tryOp(n)); err != nil {
 		return nil, false, err
 	}
-	if err := s.catchUp(ctx); err != nil {
+	cctx, stop := s.callContext(ctx)
+	defer stop()
+	if err := s.catchUp(cctx); err != nil {
 		return nil, false, s.rpcError(ctx, tryOp(n), n, start, err)
 	}
 	for attempt := 0; attempt < 4; attempt++ {
-		l, err := s.currentLease(ctx)
+		l, err := s.currentLease(cctx)
 		if err != nil {
 			return nil, false, s.rpcError(ctx, tryOp(n), n, start, err)
 		}
@@ -66,14 +66,15 @@ func (s *Semaphore) TryAcquire(ctx context.Context, n int64) (*Units, bool, erro
 		r := s.newRequestLocked(l, n)
 		s.mu.Unlock()
 
-		resp, err := s.cli.Txn(ctx).If(
+		resp, err := s.cli.Txn(cctx).If(
 			clientv3.Compare(clientv3.ModRevision(s.qprefix), "<", rev+1).WithPrefix(),
 			clientv3.Compare(clientv3.ModRevision(s.capKey), "=", capRev),
 			clientv3.Compare(clientv3.Version(s.brokenKey), "=", 0),
 		).Then(
 			clientv3.OpPut(r.key, formatValue(n, r.born, s.cfg.clientTag), clientv3.WithLease(l.id)),
 		).Commit()
-		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+		if err != nil && classify(err) == rpcLeaseGone {
+			// Nothing was written: try again on a new lease.
 			l.fail(fmt.Errorf("lease %x not found on the server: %w", int64(l.id), ErrLost))
 			continue
 		}
@@ -98,7 +99,7 @@ func (s *Semaphore) TryAcquire(ctx context.Context, n int64) (*Units, bool, erro
 		r.finish(stateFailed, nil)
 		delete(s.mine, r.key) // the transaction failed as a whole: nothing written
 		s.mu.Unlock()
-		if err := s.waitRevision(ctx, resp.Header.Revision); err != nil {
+		if err := s.waitRevision(cctx, resp.Header.Revision); err != nil {
 			return nil, false, s.rpcError(ctx, tryOp(n), n, start, err)
 		}
 	}

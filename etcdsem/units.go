@@ -78,7 +78,9 @@ func (u *Units) Release(ctx context.Context) error {
 	}
 	r.state = stateReleasing
 	s.mu.Unlock()
-	resp, err := s.cli.Txn(ctx).
+	cctx, stop := s.callContext(ctx) // Close gives the units back: it ends the RPC
+	defer stop()
+	resp, err := s.cli.Txn(cctx).
 		If(clientv3.Compare(clientv3.CreateRevision(r.key), "=", u.token)).
 		Then(clientv3.OpDelete(r.key)).Commit()
 	s.mu.Lock()
@@ -93,7 +95,7 @@ func (u *Units) Release(ctx context.Context) error {
 			r.state = stateHeld
 		}
 		r.releaseTried = true
-		return s.errorf(op, "%w", err)
+		return s.rpcFailed(op, err) // a Close meanwhile is stateClosed, above
 	case !resp.Succeeded && r.state != stateReleased && !r.releaseTried:
 		// The key was gone before our delete and the watch has not said why yet.
 		r.markLost(fmt.Errorf("key %s was already gone: %w", r.key, ErrLost))
@@ -143,7 +145,9 @@ func (u *Units) Return(ctx context.Context, m int64) error {
 	// The new weight is written from the count at the time of the call; two
 	// concurrent Returns on one Units are a programmer error, as with any
 	// non-atomic read-modify-write, and the guard below only keeps the key.
-	resp, err := s.cli.Txn(ctx).
+	cctx, stop := s.callContext(ctx)
+	defer stop()
+	resp, err := s.cli.Txn(cctx).
 		If(clientv3.Compare(clientv3.CreateRevision(r.key), "=", u.token)).
 		Then(clientv3.OpPut(r.key, formatValue(held-m, r.born, s.cfg.clientTag), clientv3.WithIgnoreLease())).Commit()
 	s.mu.Lock()
@@ -152,7 +156,7 @@ func (u *Units) Return(ctx context.Context, m int64) error {
 	case r.state == stateClosed:
 		return nil // Close, while the write was in flight, gave the units back
 	case err != nil:
-		return s.errorf(op, "%w", err)
+		return s.rpcFailed(op, err) // a Close meanwhile is stateClosed, above
 	case !resp.Succeeded:
 		r.markLost(fmt.Errorf("key %s was already gone: %w", r.key, ErrLost))
 		delete(s.mine, r.key)
