@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/fairsem/semaphore/internal/errs"
 )
 
 // diagnostics is the opt-in state behind holder tracking, leak detection and the
@@ -68,9 +70,9 @@ func (s *Semaphore) Diagnostics(maxLines int) string {
 	b.WriteString(snap.headline())
 	b.WriteByte('\n')
 	fmt.Fprintf(&b, "capacity %d, available %d, held %d, waiters %d (%s)\n",
-		snap.capacity, snap.available(), snap.held(), len(snap.waiters), count(snap.waitUnits, "unit"))
+		snap.capacity, snap.available(), snap.held(), len(snap.waiters), errs.Count(snap.waitUnits, "unit"))
 	if snap.avail < 0 {
-		fmt.Fprintf(&b, "in debt by %s after Consume or a shrinking Resize\n", count(-snap.avail, "unit"))
+		fmt.Fprintf(&b, "in debt by %s after Consume or a shrinking Resize\n", errs.Count(-snap.avail, "unit"))
 	}
 	snap.writeHolders(&b, maxLines)
 	snap.writeWaiters(&b, maxLines)
@@ -158,7 +160,7 @@ func (snap *snapshot) headline() string {
 		fmt.Fprintf(&b, "no waiters, %d of %d available, ", snap.available(), snap.capacity)
 	default:
 		head := snap.waiters[0]
-		fmt.Fprintf(&b, "head waiter wants %s", count(head.n, "unit"))
+		fmt.Fprintf(&b, "head waiter wants %s", errs.Count(head.n, "unit"))
 		if snap.tracked {
 			fmt.Fprintf(&b, " (waiting %v)", roundWait(snap.now-head.since))
 		}
@@ -228,7 +230,7 @@ func (snap *snapshot) writeHolders(b *strings.Builder, maxLines int) {
 	slices.SortStableFunc(groups, func(x, y holderGroup) int {
 		return cmp.Or(cmp.Compare(x.oldest, y.oldest), cmp.Compare(y.units, x.units))
 	})
-	fmt.Fprintf(b, "holders (%d, %s), by site, oldest first:\n", len(snap.holders), count(snap.holdUnits, "unit"))
+	fmt.Fprintf(b, "holders (%d, %s), by site, oldest first:\n", len(snap.holders), errs.Count(snap.holdUnits, "unit"))
 	b.WriteString("  holders  units  oldest    site\n")
 	for i, g := range groups {
 		if maxLines > 0 && i == maxLines {
@@ -256,7 +258,7 @@ func (snap *snapshot) writeWaiters(b *strings.Builder, maxLines int) {
 			for _, w := range snap.waiters[i:] {
 				rest += w.n
 			}
-			fmt.Fprintf(b, "  %d more waiters, %s\n", len(snap.waiters)-i, count(rest, "unit"))
+			fmt.Fprintf(b, "  %d more waiters, %s\n", len(snap.waiters)-i, errs.Count(rest, "unit"))
 			break
 		}
 		age := "?"

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sync/atomic"
 	"time"
+
+	"github.com/fairsem/semaphore/internal/errs"
 )
 
 // A LeakReport describes a Units that became unreachable while it still held
@@ -23,7 +25,7 @@ type LeakReport struct {
 // String describes the leak in one line, for example
 // `semaphore "db": 2 units leaked by a Units acquired at main.go:41 (worker-3) 5s ago`.
 func (r LeakReport) String() string {
-	str := fmt.Sprintf("%s: %s leaked by a Units acquired at %s", r.Semaphore.label(), count(r.Units, "unit"), r.Site)
+	str := fmt.Sprintf("%s: %s leaked by a Units acquired at %s", r.Semaphore.label(), errs.Count(r.Units, "unit"), r.Site)
 	if r.Label != "" {
 		str += " (" + r.Label + ")"
 	}

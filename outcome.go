@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/fairsem/semaphore/internal/errs"
 )
 
 // An Observer is told how each call that could not be granted at once ended, and
@@ -62,17 +64,34 @@ const (
 	TooLarge
 	// QueueFull: the wait list was at WithMaxWaiters (ErrQueueFull).
 	QueueFull
+	// Shed: the call was queued, then refused so that the queue stays short
+	// (ErrShed). The core never sheds; admission and adaptive do.
+	Shed
 )
 
-var outcomeNames = [...]string{"granted", "timed_out", "cancelled", "broken", "too_large", "queue_full"}
+var outcomeNames = [...]string{"granted", "timed_out", "cancelled", "broken", "too_large", "queue_full", "shed"}
 
 // String returns the outcome in snake case, as used for metric labels:
-// "granted", "timed_out", "cancelled", "broken", "too_large", "queue_full".
+// "granted", "timed_out", "cancelled", "broken", "too_large", "queue_full", "shed".
 func (o Outcome) String() string {
 	if int(o) < len(outcomeNames) {
 		return outcomeNames[o]
 	}
 	return "unknown"
+}
+
+// OutcomeOf reports how the call that returned err ended, as the package that
+// returned it decided: every error of this module's packages that ends a call
+// (an acquire, an admission, a keyed or etcdsem acquire) carries its Outcome,
+// found through any wrapping. It reports false for nil, for errors that end no
+// call (a Units method, Drain, Err) and for errors from outside the module.
+//
+// Use it, not errors.Is, to count or label how calls ended: a context can be
+// cancelled with any error as its cause, so an error can match ErrBroken or
+// ErrTimedOut and still be a call that was Cancelled.
+func OutcomeOf(err error) (Outcome, bool) {
+	o, ok := errs.OutcomeIn(err).(Outcome)
+	return o, ok
 }
 
 // How a call ends. Every Acquire, AcquireTimeout, AcquireUnits and WithSemaphore
@@ -126,9 +145,9 @@ func (s *Semaphore) end(e ending) error {
 		if e.ctx == nil {
 			return s.errTimeout(e.n, e.d, r)
 		}
-		return s.errContext(e.ctx, e.n, r)
+		return s.errContext(e.ctx, TimedOut, e.n, r)
 	case Cancelled:
-		return s.errContext(e.ctx, e.n, r)
+		return s.errContext(e.ctx, Cancelled, e.n, r)
 	case TooLarge:
 		if e.queued {
 			return s.errResized(e.n)
@@ -180,42 +199,34 @@ type narrowerError struct {
 func (e *narrowerError) Error() string { return e.text }
 func (e *narrowerError) Unwrap() error { return e.also }
 
-// opError is the one error type of the package. Its message reads
-// `semaphore "NAME": OP N units: WHY`, or `semaphore "NAME": WHY` when there is no
-// op, and it matches the sentinel and, where they apply, the context's error and
-// cause or the error passed to Break. The message is put together when Error is
-// called, from parts made when the error is made: Break fails every waiter at
-// once, and each then costs one small allocation instead of a formatted string.
-type opError struct {
-	s       *Semaphore
-	op      string // "acquire", or the Units method; "" when the message is the semaphore and why
-	n       int64  // units asked for by op
-	why     string
-	matches []error
+// Errors are errs.Error, the module's one error type: its message reads
+// `semaphore "NAME": acquire N units: WHY`, or `semaphore "NAME": WHY` when no
+// units were asked for, and it matches the sentinel and, where they apply, the
+// context's error and cause or the error passed to Break. The message is put
+// together when Error is called, from parts made when the error is made: Break
+// fails every waiter at once, and each then costs one small allocation instead
+// of a formatted string.
+
+// subject names a semaphore in its errors' messages.
+type subject Semaphore
+
+func (s *subject) Label() string { return (*Semaphore)(s).label() }
+
+// fail makes the error of the acquire of n units that ended in o.
+func (s *Semaphore) fail(n int64, o Outcome, why string, matches ...error) error {
+	return &errs.Error{Subject: (*subject)(s), Op: "acquire", N: n, Why: why, Outcome: o, Matches: matches}
 }
 
-func (e *opError) Error() string {
-	if e.op == "" {
-		return e.s.label() + ": " + e.why
-	}
-	return e.s.label() + ": " + e.op + " " + count(e.n, "unit") + ": " + e.why
-}
-
-func (e *opError) Unwrap() []error { return e.matches }
-
-// fail makes an error of the acquire of n units.
-func (s *Semaphore) fail(n int64, why string, matches ...error) error {
-	return &opError{s: s, op: "acquire", n: n, why: why, matches: matches}
+// failure makes an error that ends no call: `semaphore "NAME": WHY`.
+func (s *Semaphore) failure(why string, matches ...error) error {
+	return &errs.Error{Subject: (*subject)(s), Why: why, Matches: matches}
 }
 
 // label names the semaphore in messages: its name, or its address when unnamed so
 // that log lines about one semaphore can still be told apart from another's. It is
 // made when a message is, so that New allocates nothing for it.
 func (s *Semaphore) label() string {
-	if name := s.Name(); name != "" {
-		return "semaphore " + strconv.Quote(name)
-	}
-	return fmt.Sprintf("unnamed semaphore %p", s)
+	return errs.Label("semaphore", s.Name(), s)
 }
 
 // checkUse panics for the programmer errors every acquire form checks first: a zero
@@ -238,15 +249,6 @@ func (s *Semaphore) panicf(format string, args ...any) {
 	panic(s.label() + ": " + fmt.Sprintf(format, args...))
 }
 
-// count writes n of a noun, in the singular for one: "1 unit", "3 waiters".
-func count(n int64, noun string) string {
-	s := strconv.FormatInt(n, 10) + " " + noun
-	if n != 1 {
-		s += "s"
-	}
-	return s
-}
-
 // availability is "3 of 10 units available", read under mu so that the two numbers
 // go together (Resize changes both). mu must not be held.
 func (s *Semaphore) availability() string {
@@ -261,23 +263,23 @@ func (s *Semaphore) availability() string {
 }
 
 func (s *Semaphore) errTooLarge(n, capacity int64) error {
-	return s.fail(n, "more than the capacity of "+strconv.FormatInt(capacity, 10), ErrTooLarge)
+	return s.fail(n, TooLarge, "more than the capacity of "+strconv.FormatInt(capacity, 10), ErrTooLarge)
 }
 
 // errResized is the failure of a waiter refused by a shrinking Resize. It names no
 // capacity: the one that refused it is gone, and the capacity now may be another.
 func (s *Semaphore) errResized(n int64) error {
-	return s.fail(n, "more than the capacity, which was reduced while waiting", ErrTooLarge)
+	return s.fail(n, TooLarge, "more than the capacity, which was reduced while waiting", ErrTooLarge)
 }
 
 func (s *Semaphore) errQueueFull(n, waiters int64) error {
-	return s.fail(n, "wait queue full ("+count(waiters, "waiter")+")", ErrQueueFull)
+	return s.fail(n, QueueFull, "wait queue full ("+errs.Count(waiters, "waiter")+")", ErrQueueFull)
 }
 
 // errBroken is the failure of an acquire after Break; its parts were made by Break.
 func (s *Semaphore) errBroken(n int64) error {
 	b := s.x.Load().broken.Load()
-	return &opError{s: s, op: "acquire", n: n, why: b.why, matches: b.matches}
+	return s.fail(n, Broken, b.why, b.matches...)
 }
 
 // waitReport describes how a failed call waited, for its error message.
@@ -288,7 +290,7 @@ type waitReport struct {
 }
 
 func (r waitReport) String() string {
-	return "after " + roundWait(r.waited).String() + ", queued behind " + count(int64(r.ahead), "waiter")
+	return "after " + roundWait(r.waited).String() + ", queued behind " + errs.Count(int64(r.ahead), "waiter")
 }
 
 // errTimeout is AcquireTimeout's failure. It matches context.DeadlineExceeded too,
@@ -298,16 +300,16 @@ func (s *Semaphore) errTimeout(n int64, d time.Duration, r waitReport) error {
 	if r.queued {
 		why = "timed out " + r.String()
 	}
-	return s.fail(n, why+" ("+s.availability()+")", ErrTimedOut, context.DeadlineExceeded)
+	return s.fail(n, TimedOut, why+" ("+s.availability()+")", ErrTimedOut, context.DeadlineExceeded)
 }
 
-// errContext is Acquire's failure when ctx ends first. It matches ctx.Err() and
-// context.Cause(ctx), and ErrTimedOut when the context's deadline passed.
-func (s *Semaphore) errContext(ctx context.Context, n int64, r waitReport) error {
-	err, cause := ctx.Err(), context.Cause(ctx)
-	matches := []error{err}
+// errContext is Acquire's failure when ctx ended first, in o (TimedOut when its
+// deadline passed, else Cancelled). It matches ctx.Err() and context.Cause(ctx),
+// and ErrTimedOut when TimedOut.
+func (s *Semaphore) errContext(ctx context.Context, o Outcome, n int64, r waitReport) error {
+	_, why, matches := errs.Context(ctx)
 	what := "canceled"
-	if errors.Is(err, context.DeadlineExceeded) {
+	if o == TimedOut {
 		what = "timed out"
 		matches = append(matches, ErrTimedOut)
 	}
@@ -316,12 +318,7 @@ func (s *Semaphore) errContext(ctx context.Context, n int64, r waitReport) error
 	} else {
 		what += " before waiting"
 	}
-	what += ": " + err.Error()
-	if cause != nil && cause != err {
-		what += ": " + cause.Error()
-		matches = append(matches, cause)
-	}
-	return s.fail(n, what, matches...)
+	return s.fail(n, o, what+": "+why, matches...)
 }
 
 // roundWait keeps durations in messages readable: 1.5s, 120ms, 35µs.

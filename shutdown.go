@@ -1,6 +1,10 @@
 package semaphore
 
-import "context"
+import (
+	"context"
+
+	"github.com/fairsem/semaphore/internal/errs"
+)
 
 // breakState is what Break leaves behind: the error Err returns, and the cause that
 // every failed call wraps.
@@ -30,7 +34,7 @@ func (s *Semaphore) Break(err error) {
 		b.why += ": " + err.Error()
 		b.matches = append(b.matches, err)
 	}
-	b.err = &opError{s: s, why: b.why, matches: b.matches}
+	b.err = s.failure(b.why, b.matches...)
 	// Store the record before clearing the flag: a path that sees the flag
 	// cleared reads the record next, and the atomics order the two.
 	x.broken.Store(b)
@@ -126,15 +130,9 @@ func (s *Semaphore) endDrainLocked() {
 }
 
 func (s *Semaphore) errDrain(ctx context.Context, out int64) error {
-	err, cause := ctx.Err(), context.Cause(ctx)
-	what := "drain: " + count(out, "unit") + " still out: " + err.Error()
-	matches := []error{err}
-	if err == context.DeadlineExceeded {
+	deadline, why, matches := errs.Context(ctx)
+	if deadline {
 		matches = append(matches, ErrTimedOut)
 	}
-	if cause != nil && cause != err {
-		what += ": " + cause.Error()
-		matches = append(matches, cause)
-	}
-	return &opError{s: s, why: what, matches: matches}
+	return s.failure("drain: "+errs.Count(out, "unit")+" still out: "+why, matches...)
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"sync/atomic"
+
+	"github.com/fairsem/semaphore/internal/errs"
 )
 
 // Units owns units of a semaphore until it gives them back. Go has no destructors,
@@ -150,8 +152,8 @@ func (u *Units) take(op string, n int64) error {
 	for {
 		have := atomic.LoadInt64(&u.n)
 		if have < n {
-			return &opError{s: u.sem, op: op, n: n, why: "the units hold only " + strconv.FormatInt(have, 10),
-				matches: []error{ErrInsufficientUnits}}
+			return &errs.Error{Subject: (*subject)(u.sem), Op: op, N: n,
+				Why: "the units hold only " + strconv.FormatInt(have, 10), Matches: []error{ErrInsufficientUnits}}
 		}
 		if atomic.CompareAndSwapInt64(&u.n, have, have-n) {
 			return nil
@@ -171,8 +173,7 @@ func (u *Units) Adopt(other *Units) error {
 		panic(fmt.Sprintf("semaphore: Units.Adopt(%d units) into a nil *Units", other.Count()))
 	}
 	if other.sem != u.sem {
-		return &opError{s: u.sem, why: "Adopt " + count(other.Count(), "unit") + " of " + other.sem.label(),
-			matches: []error{ErrDifferentSemaphore}}
+		return u.sem.failure("Adopt "+errs.Count(other.Count(), "unit")+" of "+other.sem.label(), ErrDifferentSemaphore)
 	}
 	atomic.AddInt64(&u.n, atomic.SwapInt64(&other.n, 0))
 	return nil

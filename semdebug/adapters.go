@@ -3,33 +3,52 @@ package semdebug
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/fairsem/semaphore"
 	"github.com/fairsem/semaphore/admission"
 	"github.com/fairsem/semaphore/keyed"
 )
 
-// sourceOf adapts x to a Source: a Source as it is, and the limiters of this
-// module through the adapters below.
-func sourceOf(x any) (Source, bool) {
-	switch v := x.(type) {
+// sourceOf adapts l to a Source: a Source as it is, the limiters of this module
+// through the adapters below (the one list of the types the page knows, which
+// the package doc describes), and any other Limiter by its name and dump alone.
+// To show a new limiter type, add its adapter here.
+func sourceOf(l Limiter) Source {
+	switch v := l.(type) {
 	case Source:
-		return v, true
+		return v
 	case *semaphore.Semaphore:
-		return semaphoreSource{v}, true
-	case *admission.Controller:
-		return controllerSource{v}, true
-	case *admission.Group:
-		return groupSource{v}, true
+		return semaphoreSource{v}
 	case *keyed.Set:
-		return keyedSource{v}, true
+		return keyedSource{v}
+	case *admission.Controller:
+		return controllerSource{v}
+	case *admission.Group:
+		return groupSource{v}
 	}
-	return nil, false
+	return dumpSource{l}
 }
+
+// dumpSource shows a Limiter the page does not know: its name, if it has a Name
+// method, its type as its kind, and its dump; every number is unknown.
+type dumpSource struct{ l Limiter }
+
+func (a dumpSource) Name() string {
+	if n, ok := a.l.(interface{ Name() string }); ok {
+		return n.Name()
+	}
+	return ""
+}
+
+func (a dumpSource) Kind() string                    { return strings.TrimPrefix(fmt.Sprintf("%T", a.l), "*") }
+func (a dumpSource) Diagnostics(maxLines int) string { return a.l.Diagnostics(maxLines) }
+func (a dumpSource) Snapshot() Snapshot              { return Snapshot{Unknown: AllFields} }
 
 // semaphoreSource shows a core semaphore. With holder tracking its Stats tell the
 // head waiter's wait and the oldest holder's age; without it HeadWait is the
-// page's own bound (see Snapshot.Joined). The holders are in the Diagnostics dump.
+// page's own bound (see Snapshot.Queued). Its holders and waiters are listed in
+// its dump. The core never sheds, so Shed stays 0.
 type semaphoreSource struct{ s *semaphore.Semaphore }
 
 func (a semaphoreSource) Name() string                    { return a.s.Name() }
@@ -39,22 +58,20 @@ func (a semaphoreSource) Diagnostics(maxLines int) string { return a.s.Diagnosti
 func (a semaphoreSource) Snapshot() Snapshot {
 	st := a.s.Stats()
 	snap := Snapshot{
-		Capacity:  st.Capacity,
-		InUse:     max(st.Capacity-st.Available, 0),
-		Available: st.Available,
-		Waiters:   st.Waiters,
-		Joined:    st.Queued,
-		HeadWait:  st.HeadWait,
-		Broken:    st.Broken,
-		Acquired:  st.Acquired,
-		TimedOut:  st.TimedOut,
-		Shed:      st.Rejected,
-
+		Capacity:     st.Capacity,
+		InUse:        max(st.Capacity-st.Available, 0),
+		Available:    st.Available,
+		Waiters:      st.Waiters,
+		HeadWait:     st.HeadWait,
 		OldestHolder: st.OldestHolder,
+		Broken:       st.Broken,
+		Acquired:     st.Acquired,
+		Queued:       st.Queued,
+		TimedOut:     st.TimedOut,
+		Cancelled:    st.Cancelled,
+		Rejected:     st.Rejected,
 		Details: []Detail{
-			{"acquired at once", strconv.FormatUint(st.AcquiredImmediately, 10)},
-			{"queued", strconv.FormatUint(st.Queued, 10)},
-			{"cancelled", strconv.FormatUint(st.Cancelled, 10)},
+			{"acquired immediately", strconv.FormatUint(st.AcquiredImmediately, 10)},
 			{"total wait time", st.WaitTime.String()},
 		},
 	}
@@ -66,8 +83,46 @@ func (a semaphoreSource) Snapshot() Snapshot {
 	return snap
 }
 
+// keyedSource shows a keyed set by its units held over every key, against its
+// global semaphore's capacity when it has one (shared with others, the global
+// semaphore can be registered on its own) and as unlimited when it has none.
+// It counts no calls that queued, and never sheds.
+type keyedSource struct{ s *keyed.Set }
+
+func (a keyedSource) Name() string                    { return a.s.Name() }
+func (a keyedSource) Kind() string                    { return "keyed set" }
+func (a keyedSource) Diagnostics(maxLines int) string { return a.s.Diagnostics(maxLines) }
+
+func (a keyedSource) Snapshot() Snapshot {
+	st := a.s.Stats()
+	snap := Snapshot{
+		InUse:     st.Held,
+		Waiters:   st.Waiters,
+		Broken:    st.Broken,
+		Acquired:  st.Acquired,
+		TimedOut:  st.TimedOut,
+		Cancelled: st.Cancelled,
+		Rejected:  st.Rejected,
+		Unknown:   QueuedField,
+		Details:   []Detail{{"active keys", strconv.Itoa(st.Keys)}},
+	}
+	if g := a.s.Global(); g != nil {
+		snap.Capacity = g.Capacity()
+		snap.Available = g.Available()
+		snap.Details = append(snap.Details, Detail{"global semaphore", g.String()})
+	} else {
+		snap.Unlimited = true
+	}
+	if err := a.s.Err(); err != nil {
+		snap.Cause = err.Error()
+	}
+	return snap
+}
+
 // controllerSource shows an admission controller by its count resource; memory
-// is among the details.
+// is among the details. Admission counts refusals for load in one counter, queue
+// full and shed together, so Rejected and Shed are unknown and that counter is
+// among the details; it counts no cancellations.
 type controllerSource struct{ c *admission.Controller }
 
 func (a controllerSource) Name() string                    { return a.c.Stats().Name }
@@ -82,6 +137,9 @@ func (a controllerSource) Snapshot() Snapshot {
 	return snap
 }
 
+// controllerUnknown is what admission's Stats do not count in the page's terms.
+const controllerUnknown = CancelledField | RejectedField | ShedField
+
 func controllerSnapshot(st admission.Stats) Snapshot {
 	return Snapshot{
 		Broken:    st.Broken,
@@ -89,14 +147,15 @@ func controllerSnapshot(st admission.Stats) Snapshot {
 		InUse:     st.Used.Count,
 		Available: max(st.Limits.Count-st.Used.Count, 0),
 		Waiters:   st.Waiters + st.MemoryWaiters,
-		Joined:    st.QueuedForAdmission + st.QueuedForMemory,
 		Acquired:  st.Admitted,
+		Queued:    st.QueuedForAdmission + st.QueuedForMemory,
 		TimedOut:  st.TimedOut,
-		Shed:      st.Shed,
+		Unknown:   controllerUnknown,
 		Details: []Detail{
 			{"memory in use", fmt.Sprintf("%d of %d bytes", st.Used.Memory, st.Limits.Memory)},
 			{"memory borrowed", strconv.FormatInt(st.Borrowed, 10)},
 			{"queued for memory now", strconv.Itoa(st.MemoryWaiters)},
+			{"refused for load (queue full or shed)", strconv.FormatUint(st.Shed, 10)},
 			{"parked permits", strconv.Itoa(st.Inactive)},
 			{"permits needing CPU", strconv.Itoa(st.NeedCPUPermits)},
 			{"killed", strconv.FormatUint(st.Killed, 10)},
@@ -114,17 +173,18 @@ func (a groupSource) Diagnostics(maxLines int) string { return a.g.Diagnostics(m
 
 func (a groupSource) Snapshot() Snapshot {
 	gs := a.g.Stats()
-	var snap Snapshot
+	snap := Snapshot{Unknown: controllerUnknown}
+	var refused uint64
 	for _, m := range gs.Members {
 		ms := controllerSnapshot(m.Stats)
 		snap.Capacity += ms.Capacity
 		snap.InUse += ms.InUse
 		snap.Available += ms.Available
 		snap.Waiters += ms.Waiters
-		snap.Joined += ms.Joined
 		snap.Acquired += ms.Acquired
+		snap.Queued += ms.Queued
 		snap.TimedOut += ms.TimedOut
-		snap.Shed += ms.Shed
+		refused += m.Stats.Shed
 		member := fmt.Sprintf("%d shares, count %d/%d, %d queued", m.Shares, m.Used.Count, m.Limits.Count, m.Waiters)
 		if ms.Broken {
 			member += ", broken"
@@ -133,39 +193,7 @@ func (a groupSource) Snapshot() Snapshot {
 	}
 	snap.Details = append(snap.Details,
 		Detail{"memory", fmt.Sprintf("%d bytes, pool %d, lent %d", gs.Total.Memory, gs.Pool, gs.Borrowed)},
+		Detail{"refused for load (queue full or shed)", strconv.FormatUint(refused, 10)},
 		Detail{"bottleneck", gs.Bottleneck})
-	return snap
-}
-
-// keyedSource shows a keyed set by its units held over every key; its global
-// semaphore, shared with others, can be registered on its own.
-type keyedSource struct{ s *keyed.Set }
-
-func (a keyedSource) Name() string                    { return a.s.Name() }
-func (a keyedSource) Kind() string                    { return "keyed set" }
-func (a keyedSource) Diagnostics(maxLines int) string { return a.s.Diagnostics(maxLines) }
-
-func (a keyedSource) Snapshot() Snapshot {
-	st := a.s.Stats()
-	snap := Snapshot{
-		InUse:    st.Held,
-		Waiters:  st.Waiters,
-		Broken:   st.Broken,
-		Acquired: st.Acquired,
-		TimedOut: st.TimedOut,
-		Shed:     st.Rejected,
-		Details: []Detail{
-			{"active keys", strconv.Itoa(st.Keys)},
-			{"cancelled", strconv.FormatUint(st.Cancelled, 10)},
-		},
-	}
-	if g := a.s.Global(); g != nil {
-		snap.Capacity = g.Capacity()
-		snap.Available = g.Available()
-		snap.Details = append(snap.Details, Detail{"global semaphore", g.String()})
-	}
-	if err := a.s.Err(); err != nil {
-		snap.Cause = err.Error()
-	}
 	return snap
 }

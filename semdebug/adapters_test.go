@@ -3,7 +3,9 @@ package semdebug
 import (
 	"context"
 	"errors"
+	"runtime"
 	"testing"
+	"time"
 
 	"github.com/fairsem/semaphore"
 	"github.com/fairsem/semaphore/admission"
@@ -15,8 +17,7 @@ import (
 func TestSemaphoreSource_ReadsStatsAndErr(t *testing.T) {
 	s := semaphore.New(5, semaphore.WithName("db"))
 	require.NoError(t, s.Acquire(context.Background(), 3))
-	src, ok := sourceOf(s)
-	require.True(t, ok)
+	src := sourceOf(s)
 	snap := src.Snapshot()
 	assert.Equal(t, int64(5), snap.Capacity)
 	assert.Equal(t, int64(3), snap.InUse)
@@ -36,7 +37,7 @@ func TestControllerSource_ShowsTheCountResource(t *testing.T) {
 	p, err := c.Acquire(context.Background(), "scan", 100)
 	require.NoError(t, err)
 	defer p.Release()
-	src, _ := sourceOf(c)
+	src := sourceOf(c)
 	assert.Equal(t, "reads", src.Name())
 	snap := src.Snapshot()
 	assert.Equal(t, int64(4), snap.Capacity)
@@ -56,7 +57,7 @@ func TestGroupSource_SumsTheMembers(t *testing.T) {
 	pb, err := b.Acquire(context.Background(), "y", 10)
 	require.NoError(t, err)
 	defer pb.Release()
-	src, _ := sourceOf(g)
+	src := sourceOf(g)
 	assert.Equal(t, "all", src.Name())
 	snap := src.Snapshot()
 	assert.Equal(t, int64(4), snap.Capacity, "each member's count limit is the group's")
@@ -73,8 +74,7 @@ func TestSourceOf_KeyedSetShowsHeldUnitsAndTheGlobalsCapacity(t *testing.T) {
 	set := keyed.New(2, keyed.WithName("uploads"), keyed.WithGlobal(global))
 	u, err := set.Acquire(context.Background(), "alice", 2)
 	require.NoError(t, err)
-	src, ok := sourceOf(set)
-	require.True(t, ok)
+	src := sourceOf(set)
 	assert.Equal(t, "uploads", src.Name())
 	assert.Equal(t, "keyed set", src.Kind())
 	snap := src.Snapshot()
@@ -91,10 +91,87 @@ func TestSourceOf_KeyedSetShowsHeldUnitsAndTheGlobalsCapacity(t *testing.T) {
 // An admission controller's break shows on the page, with its cause.
 func TestSourceOf_ControllerShowsItsBreak(t *testing.T) {
 	c := admission.New(admission.Resources{Count: 1}, admission.WithName("reads"))
-	src, _ := sourceOf(c)
+	src := sourceOf(c)
 	assert.False(t, src.Snapshot().Broken)
 	c.Break(errors.New("closing"))
 	snap := src.Snapshot()
 	assert.True(t, snap.Broken)
 	assert.Equal(t, `admission "reads": broken: closing`, snap.Cause)
+}
+
+// A keyed set without a global semaphore limits each key only: the page says it
+// has no limit in total rather than a capacity of 0.
+func TestKeyedSource_WithoutAGlobalLimitShowsNoLimit(t *testing.T) {
+	set := keyed.New(2, keyed.WithName("uploads"))
+	u, err := set.Acquire(context.Background(), "alice", 1)
+	require.NoError(t, err)
+	defer u.Release()
+	snap := sourceOf(set).Snapshot()
+	assert.True(t, snap.Unlimited)
+	assert.Equal(t, int64(1), snap.InUse)
+	assert.NotZero(t, snap.Unknown&QueuedField, "a keyed set does not count the calls that queued")
+
+	r := newRegistry()
+	defer registerPtr(r, set)()
+	_, _, body := get(t, newHandler(r), "/d/?format=text")
+	assert.Regexp(t, `"uploads" +keyed set +no limit +1 +no limit +0 `, body)
+	_, _, body = get(t, newHandler(r), "/d/?format=json")
+	assert.Contains(t, body, `"unlimited": true,
+      "capacity": null,
+      "in_use": 1,
+      "available": null,`)
+}
+
+// The page takes its counters from the core's Stats, which count a call by how
+// it ended, not by what its error matches: a wait cancelled with a cause that
+// matches a sentinel is cancelled, whatever the cause.
+func TestSemaphoreSource_CountsCallsAsTheCoreDecided(t *testing.T) {
+	for _, cause := range []error{semaphore.ErrBroken, semaphore.ErrTimedOut, semaphore.ErrQueueFull,
+		semaphore.ErrShed, semaphore.ErrTooLarge} {
+		s := semaphore.New(1, semaphore.WithName("db"))
+		require.NoError(t, s.Acquire(context.Background(), 1))
+		ctx, cancel := context.WithCancelCause(context.Background())
+		done := make(chan error)
+		go func() { done <- s.Acquire(ctx, 1) }()
+		require.Eventually(t, func() bool { return s.Waiters() == 1 }, 10*time.Second, time.Millisecond)
+		cancel(cause)
+		require.Error(t, <-done)
+		snap := sourceOf(s).Snapshot()
+		assert.Equal(t, Snapshot{Cancelled: 1, Queued: 1, Acquired: 1}, Snapshot{Cancelled: snap.Cancelled,
+			Queued: snap.Queued, Acquired: snap.Acquired, TimedOut: snap.TimedOut, Rejected: snap.Rejected,
+			Shed: snap.Shed, Broken: snap.Broken}, "cancelled with cause %v", cause)
+	}
+}
+
+// An admission controller counts a full queue and a shed request together: the
+// page shows neither rejected nor shed as a number it does not have, and gives
+// admission's own count among the details.
+func TestControllerSource_LeavesRejectedAndShedUnknown(t *testing.T) {
+	c := admission.New(admission.Resources{Count: 1}, admission.WithName("reads"), admission.WithMaxWaiters(0))
+	snap := sourceOf(c).Snapshot()
+	assert.Equal(t, CancelledField|RejectedField|ShedField, snap.Unknown)
+	assert.Contains(t, snap.Details, Detail{"refused for load (queue full or shed)", "0"})
+	r := newRegistry()
+	defer registerPtr(r, c)()
+	_, _, body := get(t, newHandler(r), "/d/1?format=text")
+	assert.Regexp(t, `\nrejected +- \(-/s\)\nshed +- \(-/s\)\n`, body)
+}
+
+// A Limiter the page does not know shows its name, its type and its dump, and
+// no number at all.
+func TestDumpSource_ShowsNameKindAndDumpOnly(t *testing.T) {
+	r := newRegistry()
+	d := &dumper{name: "other"}
+	defer registerPtr(r, d)()
+	h := newHandler(r)
+	_, _, body := get(t, h, "/d/?format=text")
+	assert.Regexp(t, `"other" +semdebug.dumper( +-){11}\n`, body)
+	_, _, body = get(t, h, "/d/1")
+	assert.Contains(t, body, `<pre id="diagnostics">dump of other`)
+	assert.NotContains(t, body, `class="chart"`, "nothing to chart")
+	_, _, body = get(t, h, "/d/?format=json")
+	for _, field := range []string{"capacity", "in_use", "available", "waiters", "broken", "acquired", "shed"} {
+		assert.Contains(t, body, `"`+field+`": null`)
+	}
+	runtime.KeepAlive(d)
 }

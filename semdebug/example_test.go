@@ -1,10 +1,12 @@
 package semdebug_test
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"time"
 
@@ -17,6 +19,10 @@ import (
 func ExampleHandler() {
 	db := semaphore.New(4, semaphore.WithName("db"), semaphore.WithHolderTracking())
 	defer semdebug.Register(db)()
+	if err := db.Acquire(context.Background(), 1); err != nil {
+		panic(err)
+	}
+	defer db.Release(1)
 
 	mux := http.NewServeMux()
 	mux.Handle("/debug/semaphores/", semdebug.Handler(semdebug.WithStallThreshold(2*time.Second)))
@@ -31,7 +37,7 @@ func ExampleHandler() {
 	body, _ := io.ReadAll(resp.Body)
 	row := strings.Fields(strings.Split(string(body), "\n")[3])
 	fmt.Println(row[1:5])
-	// Output: ["db" semaphore 4 0]
+	// Output: ["db" semaphore 4 1]
 }
 
 // queue is a limiter of another package. Implementing Source on its pointer type
@@ -45,7 +51,9 @@ type queue struct {
 func (q *queue) Name() string { return q.name }
 func (q *queue) Kind() string { return "job queue" }
 func (q *queue) Snapshot() semdebug.Snapshot {
-	return semdebug.Snapshot{Capacity: q.limit, InUse: q.busy, Available: q.limit - q.busy}
+	return semdebug.Snapshot{Capacity: q.limit, InUse: q.busy, Available: q.limit - q.busy,
+		// It counts no calls: the page shows its counters as unknown, not as 0.
+		Unknown: semdebug.AllFields &^ (semdebug.CapacityField | semdebug.InUseField | semdebug.WaitersField | semdebug.BrokenField)}
 }
 func (q *queue) Diagnostics(int) string {
 	return fmt.Sprintf("%s: %d of %d busy\n", q.name, q.busy, q.limit)
@@ -59,5 +67,8 @@ func ExampleSource() {
 	semdebug.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/debug/semaphores/?format=text", nil))
 	row := strings.Fields(strings.Split(rec.Body.String(), "\n")[3])
 	fmt.Println(row[1:7])
+	// The page holds q weakly: q must stay reachable for as long as it should
+	// be shown.
+	runtime.KeepAlive(q)
 	// Output: ["thumbnails" job queue 8 3 5]
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -77,7 +78,7 @@ func TestHandler_HostileNamesCannotInjectMarkup(t *testing.T) {
 		const hostile = `<script>alert(1)</script><img src=x onerror=alert(2)>"'&`
 		r := newRegistry()
 		f := newFake(hostile, Snapshot{
-			Waiters: 1, Joined: 1,
+			Waiters: 1, Queued: 1,
 			Holders:  []Holder{{Site: hostile, Label: hostile, Holders: 1, Units: 1, Age: time.Second}},
 			WaitList: []Waiter{{Units: 1}},
 			Details:  []Detail{{hostile, hostile}},
@@ -110,24 +111,30 @@ func TestHandler_HostileNamesCannotForgeTextRows(t *testing.T) {
 func TestHandler_JSONCarriesTheReading(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRegistry()
-		f := newFake("db", Snapshot{Capacity: 4, InUse: 3, Available: 1, Waiters: 2, Joined: 5,
+		f := newFake("db", Snapshot{Capacity: 4, InUse: 3, Available: 1, Waiters: 2, Queued: 5,
 			HeadWait: 7 * time.Second, OldestHolder: 9 * time.Second, Broken: true, Cause: "gone",
-			Acquired: 10, TimedOut: 2, Shed: 1,
+			Acquired: 10, TimedOut: 2, Cancelled: 3, Rejected: 4, Shed: 1,
 			Holders:  []Holder{{Site: "a.go:1", Label: "w1", Holders: 2, Units: 3, Age: 9 * time.Second}},
 			WaitList: []Waiter{{Units: 1, Waited: 7 * time.Second}, {Units: 2}},
 			Details:  []Detail{{"k", "v"}}})
 		defer registerPtr(r, f)()
 		h := newHandler(r, WithStallThreshold(time.Second))
 		_, _, body := get(t, h, "/d/?format=json")
-		var idx jsonIndex
+		var idx struct {
+			Stalled              int               `json:"stalled"`
+			StallThresholdSecond float64           `json:"stall_threshold_seconds"`
+			Objects              []json.RawMessage `json:"objects"`
+		}
 		require.NoError(t, json.Unmarshal([]byte(body), &idx))
 		require.Len(t, idx.Objects, 1)
 		assert.Equal(t, 1, idx.Stalled)
 		assert.Equal(t, 1.0, idx.StallThresholdSecond)
-		row := idx.Objects[0]
-		assert.Equal(t, jsonRow{ID: 1, Key: "db", Name: "db", Kind: "fake", Stalled: true, Capacity: 4, InUse: 3,
-			Available: 1, Waiters: 2, HeadWaitSeconds: 7, OldestHolderSeconds: 9, Broken: true, Cause: "gone",
-			Acquired: 10, TimedOut: 2, Shed: 1}, row)
+		assert.JSONEq(t, `{"id": 1, "key": "db", "name": "db", "kind": "fake", "stalled": true, "unlimited": false,
+			"capacity": 4, "in_use": 3, "available": 1, "waiters": 2, "head_wait_seconds": 7,
+			"head_wait_is_lower_bound": false, "oldest_holder_seconds": 9, "broken": true, "cause": "gone",
+			"acquired": 10, "queued": 5, "timed_out": 2, "cancelled": 3, "rejected": 4, "shed": 1,
+			"acquired_per_second": null, "timed_out_per_second": null, "cancelled_per_second": null,
+			"rejected_per_second": null, "shed_per_second": null}`, string(idx.Objects[0]))
 
 		time.Sleep(2 * time.Second)
 		f.set(func(s *Snapshot) { s.Acquired = 20 })
@@ -261,4 +268,115 @@ func TestHandler_AnswersHEAD(t *testing.T) {
 	rec := httptest.NewRecorder()
 	newHandler(newRegistry()).ServeHTTP(rec, httptest.NewRequest(http.MethodHead, "/d/", nil))
 	assert.Equal(t, http.StatusOK, rec.Code)
+}
+
+// Every response, in every format and on every error, tells the browser not to
+// guess its type and to run nothing but the page's own files.
+func TestHandler_EveryResponseSendsNosniffAndTheCSP(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRegistry()
+		defer registerPtr(r, newFake("f", Snapshot{}))()
+		h := newHandler(r)
+		for _, tc := range []struct {
+			method, path string
+			code         int
+		}{
+			{http.MethodGet, "/d/", 200}, {http.MethodGet, "/d/?format=json", 200}, {http.MethodGet, "/d/?format=text", 200},
+			{http.MethodGet, "/d/1", 200}, {http.MethodGet, "/d/1?format=json", 200}, {http.MethodGet, "/d/1?format=text", 200},
+			{http.MethodGet, "/d/page.css", 200}, {http.MethodGet, "/d/page.js", 200}, {http.MethodHead, "/d/", 200},
+			{http.MethodGet, "/d/9", 404}, {http.MethodGet, "/d/x", 404}, {http.MethodGet, "/d/?format=xml", 400},
+			{http.MethodPost, "/d/", 405},
+		} {
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest(tc.method, tc.path, nil))
+			assert.Equal(t, tc.code, rec.Code, "%s %s", tc.method, tc.path)
+			assert.Equal(t, "nosniff", rec.Header().Get("X-Content-Type-Options"), "%s %s", tc.method, tc.path)
+			assert.Equal(t, "default-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'self'",
+				rec.Header().Get("Content-Security-Policy"), "%s %s", tc.method, tc.path)
+		}
+		outlastSampling(t, r)
+	})
+}
+
+// The pages hold no inline script or style, which the policy would block: they
+// link the handler's own files, which it serves with their types.
+func TestHandler_PagesUseNothingInline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRegistry()
+		defer registerPtr(r, newFake("f", Snapshot{Capacity: 1}))()
+		h := newHandler(r)
+		inline := regexp.MustCompile(`<script>|<style|\sstyle=|\son[a-z]+=|javascript:`)
+		for _, path := range []string{"/d/", "/d/1"} {
+			_, _, body := get(t, h, path)
+			assert.NotRegexp(t, inline, body, path)
+			assert.Contains(t, body, `<link rel="stylesheet" href="page.css">`, path)
+			assert.Contains(t, body, `<script src="page.js"></script>`, path)
+		}
+		for path, ctype := range map[string]string{"/d/page.css": "text/css; charset=utf-8", "/d/page.js": "text/javascript; charset=utf-8"} {
+			code, got, body := get(t, h, path)
+			assert.Equal(t, http.StatusOK, code, path)
+			assert.Equal(t, ctype, got, path)
+			assert.NotEmpty(t, body, path)
+		}
+		outlastSampling(t, r)
+	})
+}
+
+// A long name is cut on the index, which must stay readable, and shown whole in
+// the cell's title and on the object's page.
+func TestHandler_LongNamesAreCutOnTheIndexOnly(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		long := strings.Repeat("n", 5000)
+		r := newRegistry()
+		f := newFake(long, Snapshot{})
+		f.kind = strings.Repeat("k", 5000)
+		defer registerPtr(r, f)()
+		h := newHandler(r)
+		_, _, body := get(t, h, "/d/")
+		assert.Contains(t, body, `<a href="1">`+strings.Repeat("n", shortLen-1)+"…</a>")
+		assert.Contains(t, body, `<td class="name" title="`+long+`">`)
+		assert.Contains(t, body, `<td class="kind" title="`+f.kind+`">`+strings.Repeat("k", shortLen-1)+"…</td>")
+		assert.Equal(t, 2, strings.Count(body, long), "whole only in the row's data-key and the cell's title")
+		_, _, body = get(t, h, "/d/1")
+		assert.Contains(t, body, "<h1>"+f.kind+" "+long+"</h1>")
+		outlastSampling(t, r)
+	})
+}
+
+// A semaphore lists its holders and waiters in its dump, not in its snapshot:
+// its page says nothing of them but the dump, which lists them.
+func TestHandler_TrackedSemaphoreShowsItsHoldersInTheDumpOnly(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRegistry()
+		s := semaphore.New(2, semaphore.WithName("db"), semaphore.WithHolderTracking())
+		defer registerPtr(r, s)()
+		u, err := s.AcquireUnits(semaphore.ContextWithHolderLabel(context.Background(), "nightly-report"), 1)
+		require.NoError(t, err)
+		_, _, body := get(t, newHandler(r), "/d/1")
+		assert.NotContains(t, body, "Not listed")
+		assert.NotContains(t, body, "<h2>Holders</h2>")
+		assert.Regexp(t, `(?s)<pre id="diagnostics">.*holders \(1, 1 unit\).*nightly-report`, body)
+		u.Release()
+		outlastSampling(t, r)
+	})
+}
+
+// A name with line breaks and markup shows as text: escaped in HTML, quoted in
+// the text form, where it stays on its row.
+func TestHandler_NamesWithNewlinesAndMarkupShowAsText(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const name = "db\n<b>pool</b>\r\n\"x\""
+		r := newRegistry()
+		defer registerPtr(r, newFake(name, Snapshot{Capacity: 1}))()
+		h := newHandler(r)
+		_, _, body := get(t, h, "/d/")
+		assert.Contains(t, body, `<a href="1">db
+&lt;b&gt;pool&lt;/b&gt;`)
+		assert.Contains(t, body, "title=\"db\n&lt;b&gt;pool&lt;/b&gt;\r\n&#34;x&#34;\"", "in a quoted attribute a line break is text")
+		assert.NotContains(t, body, "<b>")
+		_, _, body = get(t, h, "/d/?format=text")
+		assert.Contains(t, body, `"db\n<b>pool</b>\r\n\"x\""  fake`)
+		assert.Len(t, strings.Split(strings.TrimSpace(body), "\n"), 4)
+		outlastSampling(t, r)
+	})
 }

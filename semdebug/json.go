@@ -15,26 +15,34 @@ type jsonIndex struct {
 	Objects              []jsonRow `json:"objects"`
 }
 
+// jsonRow is an object's reading; a number the source does not know is null,
+// and so are capacity and available for an object with no limit in total.
 type jsonRow struct {
 	ID                  uint64   `json:"id"`
 	Key                 string   `json:"key"`
 	Name                string   `json:"name"`
 	Kind                string   `json:"kind"`
 	Stalled             bool     `json:"stalled"`
-	Capacity            int64    `json:"capacity"`
-	InUse               int64    `json:"in_use"`
-	Available           int64    `json:"available"`
-	Waiters             int      `json:"waiters"`
+	Unlimited           bool     `json:"unlimited"`
+	Capacity            *int64   `json:"capacity"`
+	InUse               *int64   `json:"in_use"`
+	Available           *int64   `json:"available"`
+	Waiters             *int64   `json:"waiters"`
 	HeadWaitSeconds     float64  `json:"head_wait_seconds"`
 	HeadWaitIsBound     bool     `json:"head_wait_is_lower_bound"`
 	OldestHolderSeconds float64  `json:"oldest_holder_seconds"`
-	Broken              bool     `json:"broken"`
+	Broken              *bool    `json:"broken"`
 	Cause               string   `json:"cause,omitempty"`
-	Acquired            uint64   `json:"acquired"`
-	TimedOut            uint64   `json:"timed_out"`
-	Shed                uint64   `json:"shed"`
+	Acquired            *uint64  `json:"acquired"`
+	Queued              *uint64  `json:"queued"`
+	TimedOut            *uint64  `json:"timed_out"`
+	Cancelled           *uint64  `json:"cancelled"`
+	Rejected            *uint64  `json:"rejected"`
+	Shed                *uint64  `json:"shed"`
 	AcquiredPerSecond   *float64 `json:"acquired_per_second"`
 	TimedOutPerSecond   *float64 `json:"timed_out_per_second"`
+	CancelledPerSecond  *float64 `json:"cancelled_per_second"`
+	RejectedPerSecond   *float64 `json:"rejected_per_second"`
 	ShedPerSecond       *float64 `json:"shed_per_second"`
 }
 
@@ -82,17 +90,39 @@ func indexJSON(idx index) jsonIndex {
 }
 
 func rowJSON(r *row) jsonRow {
-	out := jsonRow{
-		ID: r.ID, Key: r.Key, Name: r.Name, Kind: r.Kind, Stalled: r.Stalled,
-		Capacity: r.Capacity, InUse: r.InUse, Available: r.Available, Waiters: r.Waiters,
-		HeadWaitSeconds: r.HeadWait.Seconds(), HeadWaitIsBound: r.HeadWaitBound,
-		OldestHolderSeconds: r.OldestHolder.Seconds(), Broken: r.Broken, Cause: r.Cause,
-		Acquired: r.Acquired, TimedOut: r.TimedOut, Shed: r.Shed,
+	// The values the fields point at, in one allocation per row.
+	v := &struct {
+		capacity, inUse, available, waiters        int64
+		broken                                     bool
+		acquired, queued, timedOut, cancelled      uint64
+		rejected, shed                             uint64
+		acquiredPS, timedOutPS, cancelledPS, rejPS float64
+		shedPS                                     float64
+	}{r.Capacity, r.InUse, r.Available, int64(r.Waiters), r.Broken, r.Acquired, r.Queued, r.TimedOut, r.Cancelled,
+		r.Rejected, r.Shed, r.Rates.Acquired, r.Rates.TimedOut, r.Rates.Cancelled, r.Rates.Rejected, r.Rates.Shed}
+	known := func(f Fields) bool { return r.Unknown&f == 0 }
+	limited := known(CapacityField) && !r.Unlimited
+	perSecond := func(f Fields, p *float64) *float64 { return opt(known(f) && r.Rates.Known, p) }
+	return jsonRow{
+		ID: r.ID, Key: r.Key, Name: r.Name, Kind: r.Kind, Stalled: r.Stalled, Unlimited: r.Unlimited,
+		Capacity: opt(limited, &v.capacity), InUse: opt(known(InUseField), &v.inUse), Available: opt(limited, &v.available),
+		Waiters: opt(known(WaitersField), &v.waiters), HeadWaitSeconds: r.HeadWait.Seconds(), HeadWaitIsBound: r.HeadWaitBound,
+		OldestHolderSeconds: r.OldestHolder.Seconds(), Broken: opt(known(BrokenField), &v.broken), Cause: r.Cause,
+		Acquired: opt(known(AcquiredField), &v.acquired), Queued: opt(known(QueuedField), &v.queued),
+		TimedOut: opt(known(TimedOutField), &v.timedOut), Cancelled: opt(known(CancelledField), &v.cancelled),
+		Rejected: opt(known(RejectedField), &v.rejected), Shed: opt(known(ShedField), &v.shed),
+		AcquiredPerSecond: perSecond(AcquiredField, &v.acquiredPS), TimedOutPerSecond: perSecond(TimedOutField, &v.timedOutPS),
+		CancelledPerSecond: perSecond(CancelledField, &v.cancelledPS), RejectedPerSecond: perSecond(RejectedField, &v.rejPS),
+		ShedPerSecond: perSecond(ShedField, &v.shedPS),
 	}
-	if r.Rates.Known {
-		out.AcquiredPerSecond, out.TimedOutPerSecond, out.ShedPerSecond = &r.Rates.Acquired, &r.Rates.TimedOut, &r.Rates.Shed
+}
+
+// opt is p when known, else nil: null in JSON.
+func opt[T any](known bool, p *T) *T {
+	if !known {
+		return nil
 	}
-	return out
+	return p
 }
 
 func objectJSON(o object) jsonObject {

@@ -34,10 +34,12 @@ const minRateWindow = time.Second
 
 // rates are per second, over the interval since the reading before.
 type rates struct {
-	Known    bool // false until two readings minRateWindow apart
-	Acquired float64
-	TimedOut float64
-	Shed     float64
+	Known     bool // false until two readings minRateWindow apart
+	Acquired  float64
+	TimedOut  float64
+	Cancelled float64
+	Rejected  float64
+	Shed      float64
 }
 
 // reading is one snapshot with what the page derived from it.
@@ -66,7 +68,7 @@ func (o *observation) read(src Source, sample bool) reading {
 	case o.waitingSince.IsZero() || !nobodyLeft(o.last, snap):
 		o.waitingSince = now
 	}
-	if snap.Waiters > 0 && !o.waitingSince.IsZero() {
+	if snap.Waiters > 0 && !o.waitingSince.IsZero() && snap.Unknown&QueuedField == 0 {
 		if bound := now.Sub(o.waitingSince); snap.HeadWait == 0 || bound > snap.HeadWait {
 			rd.HeadWait, rd.HeadWaitBound = bound, true
 		}
@@ -78,10 +80,12 @@ func (o *observation) read(src Source, sample bool) reading {
 	} else if dt := now.Sub(o.baseAt); dt >= minRateWindow {
 		secs := dt.Seconds()
 		o.rates = rates{
-			Known:    true,
-			Acquired: perSecond(o.base.Acquired, snap.Acquired, secs),
-			TimedOut: perSecond(o.base.TimedOut, snap.TimedOut, secs),
-			Shed:     perSecond(o.base.Shed, snap.Shed, secs),
+			Known:     true,
+			Acquired:  perSecond(o.base.Acquired, snap.Acquired, secs),
+			TimedOut:  perSecond(o.base.TimedOut, snap.TimedOut, secs),
+			Cancelled: perSecond(o.base.Cancelled, snap.Cancelled, secs),
+			Rejected:  perSecond(o.base.Rejected, snap.Rejected, secs),
+			Shed:      perSecond(o.base.Shed, snap.Shed, secs),
 		}
 		o.base, o.baseAt = snap, now
 	}
@@ -95,12 +99,13 @@ func (o *observation) read(src Source, sample bool) reading {
 
 // nobodyLeft reports whether no waiter can have left the wait list between the
 // readings prev and cur, both with waiters: the waiters then, plus those who
-// joined since, are all still there.
+// joined since, are all still there. It never says so for a source that does
+// not count Queued.
 func nobodyLeft(prev, cur Snapshot) bool {
-	if prev.Waiters == 0 || cur.Joined < prev.Joined {
+	if prev.Waiters == 0 || cur.Unknown&(QueuedField|WaitersField) != 0 || cur.Queued < prev.Queued {
 		return false
 	}
-	return uint64(prev.Waiters)+(cur.Joined-prev.Joined) == uint64(cur.Waiters)
+	return uint64(prev.Waiters)+(cur.Queued-prev.Queued) == uint64(cur.Waiters)
 }
 
 func perSecond(from, to uint64, secs float64) float64 {

@@ -12,10 +12,10 @@ import (
 func TestRead_HeadWaitBoundGrowsWhileNoWaiterLeaves(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var o observation
-		f := newFake("f", Snapshot{Waiters: 2, Joined: 2})
+		f := newFake("f", Snapshot{Waiters: 2, Queued: 2})
 		assert.Equal(t, time.Duration(0), o.read(f, false).HeadWait, "the first reading knows nothing yet")
 		time.Sleep(3 * time.Second)
-		f.set(func(s *Snapshot) { s.Waiters, s.Joined = 3, 3 }) // one more joined; nobody left
+		f.set(func(s *Snapshot) { s.Waiters, s.Queued = 3, 3 }) // one more joined; nobody left
 		rd := o.read(f, false)
 		assert.Equal(t, 3*time.Second, rd.HeadWait)
 		assert.True(t, rd.HeadWaitBound)
@@ -27,11 +27,11 @@ func TestRead_HeadWaitBoundGrowsWhileNoWaiterLeaves(t *testing.T) {
 func TestRead_HeadWaitBoundRestartsWhenAWaiterLeaves(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var o observation
-		f := newFake("f", Snapshot{Waiters: 2, Joined: 2})
+		f := newFake("f", Snapshot{Waiters: 2, Queued: 2})
 		o.read(f, false)
 		time.Sleep(3 * time.Second)
 		// One left and one joined: same count, but the head may be another waiter.
-		f.set(func(s *Snapshot) { s.Joined = 3 })
+		f.set(func(s *Snapshot) { s.Queued = 3 })
 		assert.Equal(t, time.Duration(0), o.read(f, false).HeadWait)
 		time.Sleep(time.Second)
 		assert.Equal(t, time.Second, o.read(f, false).HeadWait)
@@ -42,10 +42,25 @@ func TestRead_HeadWaitBoundRestartsWhenAWaiterLeaves(t *testing.T) {
 	})
 }
 
+// Without Queued the page cannot tell whether the head it saw is still the
+// head, so it derives no bound, and shows the wait as unknown.
+func TestRead_NoHeadWaitBoundWithoutQueued(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var o observation
+		f := newFake("f", Snapshot{Waiters: 2, Unknown: QueuedField})
+		o.read(f, false)
+		time.Sleep(3 * time.Second)
+		rd := o.read(f, false)
+		assert.Equal(t, time.Duration(0), rd.HeadWait)
+		assert.False(t, rd.HeadWaitBound)
+		assert.Equal(t, "-", rd.HeadWaitText())
+	})
+}
+
 func TestRead_BrokenObjectHasNoHeadWait(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var o observation
-		f := newFake("f", Snapshot{Waiters: 1, Joined: 1})
+		f := newFake("f", Snapshot{Waiters: 1, Queued: 1})
 		o.read(f, false)
 		time.Sleep(time.Second)
 		f.set(func(s *Snapshot) { s.Broken = true })
@@ -56,7 +71,7 @@ func TestRead_BrokenObjectHasNoHeadWait(t *testing.T) {
 func TestRead_SourceHeadWaitWinsWhenLarger(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var o observation
-		f := newFake("f", Snapshot{Waiters: 1, Joined: 1, HeadWait: time.Minute})
+		f := newFake("f", Snapshot{Waiters: 1, Queued: 1, HeadWait: time.Minute})
 		rd := o.read(f, false)
 		assert.Equal(t, time.Minute, rd.HeadWait)
 		assert.False(t, rd.HeadWaitBound, "the source's own value is exact")
@@ -95,7 +110,7 @@ func TestRead_CountersGoingBackGiveZeroRates(t *testing.T) {
 func TestRead_OnlySamplingReadingsEnterTheHistory(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var o observation
-		f := newFake("f", Snapshot{InUse: 3, Waiters: 1, Joined: 1})
+		f := newFake("f", Snapshot{InUse: 3, Waiters: 1, Queued: 1})
 		o.read(f, false)
 		require.Empty(t, o.historyPoints())
 		time.Sleep(time.Second)

@@ -12,10 +12,10 @@ import (
 // defaultRegistry holds what Register registers; Handler shows it.
 var defaultRegistry = newRegistry()
 
-// Register adds p to the page and returns a function that removes it. p must be
-// a *semaphore.Semaphore, an *admission.Controller, an *admission.Group, or a
-// pointer whose type implements Source; Register panics otherwise, and if p is
-// nil.
+// Register adds p, any Limiter, to the page and returns a function that removes
+// it. The limiters of this module show their numbers, as the package doc lists;
+// a Source shows its own; any other Limiter shows its name and dump. Register
+// panics if p is nil.
 //
 // The page holds p weakly: registering does not keep p alive, and once p is
 // unreachable it leaves the page by itself, so calling unregister is needed only
@@ -25,8 +25,18 @@ var defaultRegistry = newRegistry()
 //
 // Registering costs nothing on p's own paths: nothing is read until someone
 // opens the page.
-func Register[T any](p *T) (unregister func()) {
-	return registerPtr(defaultRegistry, p)
+func Register[T any, P interface {
+	*T
+	Limiter
+}](p P) (unregister func()) {
+	return registerPtr[T](defaultRegistry, p)
+}
+
+// limiterPtr is what Register and Record take: a pointer, which the page can
+// hold weakly, to a Limiter.
+type limiterPtr[T any] interface {
+	*T
+	Limiter
 }
 
 // registry is the set of registered objects, with the sampler that records their
@@ -58,14 +68,11 @@ type entry struct {
 	obs observation // guarded by its own lock; see observe.go
 }
 
-func registerPtr[T any](r *registry, p *T) func() {
+func registerPtr[T any, P limiterPtr[T]](r *registry, p P) func() {
 	if p == nil {
 		panic(fmt.Sprintf("semdebug: Register(%T(nil)): nothing to show", p))
 	}
-	if _, ok := sourceOf(p); !ok {
-		panic(fmt.Sprintf("semdebug: Register(%T): not a *semaphore.Semaphore, *admission.Controller, *admission.Group or Source", p))
-	}
-	wp := weak.Make(p)
+	wp := weak.Make((*T)(p))
 	r.mu.Lock()
 	e := r.byPtr[wp]
 	if e == nil {
@@ -75,11 +82,10 @@ func registerPtr[T any](r *registry, p *T) func() {
 			if q == nil {
 				return nil
 			}
-			src, _ := sourceOf(q)
-			return src
+			return sourceOf(P(q))
 		}}
 		// The cleanup gets the id, never p: a reference to p would keep it alive.
-		e.cleanup = runtime.AddCleanup(p, r.collected, e.id)
+		e.cleanup = runtime.AddCleanup((*T)(p), r.collected, e.id)
 		r.entries[e.id] = e
 		r.byPtr[wp] = e
 	}

@@ -1,12 +1,23 @@
 package semdebug
 
 import (
+	"fmt"
+	"go/ast"
+	"go/importer"
+	"go/parser"
+	"go/token"
+	"go/types"
+	"io"
+	"os"
+	"os/exec"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/fairsem/semaphore"
 	"github.com/fairsem/semaphore/admission"
+	"github.com/fairsem/semaphore/keyed"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -78,8 +89,11 @@ func TestRegister_AcceptsEveryLimiterOfTheModuleAndAnySource(t *testing.T) {
 	c := admission.New(admission.Resources{Count: 3, Memory: 1 << 20}, admission.WithName("ctrl"))
 	g := admission.NewGroup(admission.Resources{Count: 4, Memory: 1 << 20}, admission.WithName("grp"))
 	g.Add("member", 1)
+	k := keyed.New(1, keyed.WithName("keys"))
 	f := newFake("fake", Snapshot{Capacity: 5})
-	for _, unregister := range []func(){registerPtr(r, s), registerPtr(r, c), registerPtr(r, g), registerPtr(r, f)} {
+	d := &dumper{name: "other"}
+	for _, unregister := range []func(){registerPtr(r, s), registerPtr(r, c), registerPtr(r, g), registerPtr(r, k),
+		registerPtr(r, f), registerPtr(r, d)} {
 		defer unregister()
 	}
 	kinds := map[string]string{}
@@ -87,17 +101,60 @@ func TestRegister_AcceptsEveryLimiterOfTheModuleAndAnySource(t *testing.T) {
 		src := e.load()
 		kinds[src.Name()] = src.Kind()
 	}
-	assert.Equal(t, map[string]string{"sem": "semaphore", "ctrl": "admission controller", "grp": "admission group", "fake": "fake"}, kinds)
+	assert.Equal(t, map[string]string{"sem": "semaphore", "ctrl": "admission controller", "grp": "admission group",
+		"keys": "keyed set", "fake": "fake", "other": "semdebug.dumper"}, kinds)
 }
 
-func TestRegister_PanicsOnNilAndOnTypesItCannotShow(t *testing.T) {
+// dumper is a Limiter the page does not know: it has a dump and a name, no
+// numbers.
+type dumper struct{ name string }
+
+func (d *dumper) Name() string           { return d.name }
+func (d *dumper) Diagnostics(int) string { return "dump of " + d.name + "\n" }
+
+// A type that is not a Limiter does not compile as Register's argument, and
+// neither does a Limiter that is not a pointer: the page can hold only pointers
+// weakly.
+func TestRegister_RejectsWhatItCannotShowAtCompileTime(t *testing.T) {
+	cases := []struct{ code, want string }{
+		{"x := 3; semdebug.Register(&x)", "P (type *int) does not satisfy"},
+		{"semdebug.Record(&struct{}{})", "missing method Diagnostics"},
+		{"var v value; semdebug.Register(v)", "P (type value) does not satisfy"},
+	}
+	src := `package p
+import "github.com/fairsem/semaphore/semdebug"
+type value struct{}
+func (value) Diagnostics(int) string { return "" }
+`
+	for i, tc := range cases {
+		src += fmt.Sprintf("func f%d() { %s }\n", i, tc.code)
+	}
+	fset := token.NewFileSet()
+	file, err := parser.ParseFile(fset, "p.go", src, 0)
+	require.NoError(t, err)
+	errs := map[int]string{}
+	// The package as compiled, from the go command's cache.
+	out, err := exec.Command("go", "list", "-export", "-f", "{{.Export}}", ".").Output()
+	require.NoError(t, err)
+	lookup := func(path string) (io.ReadCloser, error) {
+		require.Equal(t, "github.com/fairsem/semaphore/semdebug", path)
+		return os.Open(strings.TrimSpace(string(out)))
+	}
+	conf := types.Config{Importer: importer.ForCompiler(fset, "gc", lookup), Error: func(err error) {
+		te := err.(types.Error)
+		errs[te.Fset.Position(te.Pos).Line] += te.Msg
+	}}
+	conf.Check("p", fset, []*ast.File{file}, nil)
+	for i, tc := range cases {
+		assert.Contains(t, errs[5+i], tc.want, tc.code)
+	}
+	assert.Len(t, errs, len(cases), "only the calls fail: %v", errs)
+}
+
+func TestRegister_PanicsOnNil(t *testing.T) {
 	r := newRegistry()
 	assert.PanicsWithValue(t, "semdebug: Register(*semaphore.Semaphore(nil)): nothing to show", func() {
 		registerPtr(r, (*semaphore.Semaphore)(nil))
-	})
-	x := 3
-	assert.PanicsWithValue(t, "semdebug: Register(*int): not a *semaphore.Semaphore, *admission.Controller, *admission.Group or Source", func() {
-		registerPtr(r, &x)
 	})
 	assert.Empty(t, names(r))
 }

@@ -41,12 +41,15 @@ func (r *registry) wakeSamplerLocked() {
 // stop is called: the charts then cover the time before anyone opened the page,
 // for an object worth watching before it stalls. p must have been registered;
 // Record panics otherwise. stop is idempotent.
-func Record[T any](p *T) (stop func()) {
-	return recordPtr(defaultRegistry, p)
+func Record[T any, P interface {
+	*T
+	Limiter
+}](p P) (stop func()) {
+	return recordPtr[T](defaultRegistry, p)
 }
 
-func recordPtr[T any](r *registry, p *T) func() {
-	e := findPtr(r, p)
+func recordPtr[T any, P limiterPtr[T]](r *registry, p P) func() {
+	e := findPtr(r, (*T)(p))
 	if e == nil {
 		panic(fmt.Sprintf("semdebug: Record(%T %p): not registered", p, p))
 	}

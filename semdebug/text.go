@@ -4,44 +4,76 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 )
 
-// The text form, for curl: names are quoted with strconv.Quote, so a hostile
-// name can neither forge a row nor send terminal escapes.
+// The text form, for curl: names are quoted with strconv.Quote, and so are kinds
+// that need it, so a hostile name or kind can neither forge a row nor send
+// terminal escapes.
+
+// kindText is k as it is, or quoted when it holds anything a quote would escape.
+func kindText(k string) string {
+	for _, c := range k {
+		if c == '"' || c == '\\' || !strconv.IsPrint(c) {
+			return strconv.Quote(k)
+		}
+	}
+	return k
+}
 
 func writeIndexText(w io.Writer, idx index) {
 	fmt.Fprintf(w, "%d objects, %d stalled (head waiting over %v), read at %s\n\n",
 		len(idx.Rows), idx.Stalled, idx.Threshold, idx.At.UTC().Format(time.RFC3339))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "\tID\tNAME\tKIND\tCAPACITY\tIN USE\tAVAILABLE\tWAITERS\tHEAD WAIT\tOLDEST HOLDER\tBROKEN\tACQUIRED/S\tTIMED OUT/S\tSHED/S")
+	fmt.Fprint(tw, "\tID")
+	for _, c := range columns {
+		fmt.Fprint(tw, "\t", strings.ToUpper(c.Title))
+	}
+	fmt.Fprintln(tw)
+	var cells []string
+	var line []byte
 	for i := range idx.Rows {
 		r := idx.Rows[i]
-		mark := ""
+		line = line[:0]
 		if r.Stalled {
-			mark = "STALLED"
+			line = append(line, "STALLED"...)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", mark, r.ID,
-			strconv.Quote(r.Key), r.Kind, r.Capacity, r.InUse, r.Available, r.Waiters,
-			r.HeadWaitText(), ageText(r.OldestHolder), yesNo(r.Broken),
-			rateText(r.Rates, r.Rates.Acquired), rateText(r.Rates, r.Rates.TimedOut), rateText(r.Rates, r.Rates.Shed))
+		line = append(line, '\t')
+		line = strconv.AppendUint(line, r.ID, 10)
+		line = append(line, '\t')
+		line = strconv.AppendQuote(line, r.Key)
+		line = append(line, '\t')
+		line = append(line, kindText(r.Kind)...)
+		cells = r.appendCells(cells[:0])
+		for _, c := range cells {
+			line = append(line, '\t')
+			line = append(line, c...)
+		}
+		line = append(line, '\n')
+		tw.Write(line)
 	}
 	tw.Flush()
 }
 
 func writeObjectText(w io.Writer, o object) {
-	fmt.Fprintf(w, "%s %s (id %d)", o.Kind, strconv.Quote(o.Key), o.ID)
+	fmt.Fprintf(w, "%s %s (id %d)", kindText(o.Kind), strconv.Quote(o.Key), o.ID)
 	if o.Stalled {
 		fmt.Fprintf(w, ": STALLED, head waiting over %v", o.Threshold)
 	}
 	fmt.Fprintf(w, "\nread at %s\n\n", o.At.UTC().Format(time.RFC3339))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "capacity\t%d\nin use\t%d\navailable\t%d\nwaiters\t%d\n", o.Capacity, o.InUse, o.Available, o.Waiters)
+	fmt.Fprintf(tw, "capacity\t%s\nin use\t%s\navailable\t%s\nwaiters\t%s\n",
+		o.CapacityText(), o.InUseText(), o.AvailableText(), o.WaitersText())
 	fmt.Fprintf(tw, "head wait\t%s\noldest holder\t%s\nbroken\t%s\n", o.HeadWaitText(), ageText(o.OldestHolder), o.BrokenText())
-	fmt.Fprintf(tw, "acquired\t%d (%s/s)\ntimed out\t%d (%s/s)\nshed\t%d (%s/s)\n",
-		o.Acquired, rateText(o.Rates, o.Rates.Acquired), o.TimedOut, rateText(o.Rates, o.Rates.TimedOut),
-		o.Shed, rateText(o.Rates, o.Rates.Shed))
+	for _, c := range o.Counters() {
+		fmt.Fprintf(tw, "%s\t%s", c.Title, c.Total)
+		if c.Rate != "" {
+			fmt.Fprintf(tw, " (%s/s)", c.Rate)
+		}
+		fmt.Fprintln(tw)
+	}
 	for _, d := range o.Details {
 		fmt.Fprintf(tw, "%s\t%s\n", d.Name, d.Value)
 	}
@@ -66,60 +98,4 @@ func writeObjectText(w io.Writer, o object) {
 	}
 	fmt.Fprintf(w, "\nhistory: %d samples\n", len(o.History))
 	fmt.Fprintf(w, "\ndiagnostics:\n%s", o.Diagnostics)
-}
-
-// HeadWaitText shows the head waiter's wait, with ">=" when it is the page's
-// lower bound.
-func (r reading) HeadWaitText() string {
-	if r.Waiters == 0 {
-		return "-"
-	}
-	if r.HeadWaitBound {
-		return ">=" + roundDuration(r.HeadWait).String()
-	}
-	return roundDuration(r.HeadWait).String()
-}
-
-func ageText(d time.Duration) string {
-	if d <= 0 {
-		return "-"
-	}
-	return roundDuration(d).String()
-}
-
-// BrokenText says whether the object is broken, and why.
-func (r reading) BrokenText() string {
-	switch {
-	case !r.Broken:
-		return "no"
-	case r.Cause != "":
-		return "yes: " + r.Cause
-	}
-	return "yes"
-}
-
-func yesNo(b bool) string {
-	if b {
-		return "yes"
-	}
-	return "no"
-}
-
-func rateText(r rates, v float64) string {
-	if !r.Known {
-		return "-"
-	}
-	return strconv.FormatFloat(v, 'f', 1, 64)
-}
-
-// roundDuration keeps two significant figures' worth: whole seconds past 10s,
-// tenths below, milliseconds below a second.
-func roundDuration(d time.Duration) time.Duration {
-	switch {
-	case d >= 10*time.Second:
-		return d.Round(time.Second)
-	case d >= time.Second:
-		return d.Round(100 * time.Millisecond)
-	}
-	return d.Round(time.Millisecond)
 }

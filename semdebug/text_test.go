@@ -4,6 +4,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -33,13 +34,13 @@ func golden(t *testing.T, name, got string) {
 func goldenRegistry(t *testing.T) (*registry, []*fakeSource) {
 	r := newRegistry()
 	fakes := []*fakeSource{
-		newFake("db", Snapshot{Capacity: 8, InUse: 8, Waiters: 3, Joined: 3, Acquired: 100,
+		newFake("db", Snapshot{Capacity: 8, InUse: 8, Waiters: 3, Queued: 3, Acquired: 100,
 			Holders: []Holder{
 				{Site: "report.go:41", Label: "nightly-report", Holders: 1, Units: 6, Age: 3 * time.Minute},
 				{Site: "query.go:12", Holders: 2, Units: 2, Age: 1500 * time.Millisecond},
 			},
 			WaitList: []Waiter{{Units: 2, Waited: 12 * time.Second}, {Units: 1}, {Units: 1}},
-			Details:  []Detail{{"queued", "3"}}}),
+			Details:  []Detail{{"owner", "reports team"}}}),
 		newFake("cache", Snapshot{Capacity: 4, InUse: 1, Available: 3, Acquired: 50, OldestHolder: 250 * time.Millisecond}),
 		newFake("cache", Snapshot{Capacity: 2, Broken: true, Cause: "shutting down"}),
 		newFake("", Snapshot{Capacity: 1, Available: 1}),
@@ -56,7 +57,7 @@ func TestText_IndexMatchesGolden(t *testing.T) {
 		h := newHandler(r)
 		get(t, h, "/d/?format=text")
 		time.Sleep(7 * time.Second) // nobody left db's wait list: its head waited at least this long
-		fakes[1].set(func(s *Snapshot) { s.Acquired += 35; s.TimedOut += 7; s.Shed += 14 })
+		fakes[1].set(func(s *Snapshot) { s.Acquired += 35; s.TimedOut += 7; s.Rejected += 14; s.Shed += 7 })
 		_, _, body := get(t, h, "/d/?format=text")
 		golden(t, "index", body)
 		_, _, body = get(t, h, "/d/?format=text&sort=capacity&desc=1")
@@ -77,4 +78,22 @@ func TestText_ObjectMatchesGolden(t *testing.T) {
 		golden(t, "object-broken", body)
 		outlastSampling(t, r)
 	})
+}
+
+// A Source's kind is its own text too: one that would break a row is quoted,
+// a plain one is shown as it is.
+func TestText_KindsThatWouldBreakARowAreQuoted(t *testing.T) {
+	r := newRegistry()
+	hostile := newFake("a", Snapshot{})
+	hostile.kind = "job\nSTALLED  99 \x1b[2J"
+	plain := newFake("b", Snapshot{})
+	plain.kind = "job queue"
+	defer registerPtr(r, hostile)()
+	defer registerPtr(r, plain)()
+	_, _, body := get(t, newHandler(r), "/d/?format=text")
+	assert.Len(t, strings.Split(strings.TrimSpace(body), "\n"), 5, "a summary, a blank line, a header and two rows: %q", body)
+	assert.Contains(t, body, `"job\nSTALLED  99 \x1b[2J"`)
+	assert.Regexp(t, `"b" +job queue +0`, body)
+	_, _, body = get(t, newHandler(r), "/d/1?format=text")
+	assert.True(t, strings.HasPrefix(body, `"job\nSTALLED  99 \x1b[2J" "a" (id 1)`), body)
 }

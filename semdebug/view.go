@@ -2,6 +2,7 @@ package semdebug
 
 import (
 	"cmp"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -37,19 +38,114 @@ type column struct {
 	cmp   func(a, b *row) int
 }
 
-var columns = []column{
+// The columns of the index: the reading's state, then the rates of the counters
+// the index shows, whose names and meanings are the core's (semaphore.Stats; see
+// Snapshot). An unknown number sorts below every known one, and no limit above
+// every capacity.
+var columns = append([]column{
 	{"name", "name", func(a, b *row) int { return strings.Compare(a.Key, b.Key) }},
 	{"kind", "kind", func(a, b *row) int { return strings.Compare(a.Kind, b.Kind) }},
-	{"capacity", "capacity", func(a, b *row) int { return cmp.Compare(a.Capacity, b.Capacity) }},
-	{"inuse", "in use", func(a, b *row) int { return cmp.Compare(a.InUse, b.InUse) }},
-	{"available", "available", func(a, b *row) int { return cmp.Compare(a.Available, b.Available) }},
-	{"waiters", "waiters", func(a, b *row) int { return cmp.Compare(a.Waiters, b.Waiters) }},
+	{"capacity", "capacity", func(a, b *row) int { return cmp.Compare(a.capacityKey(a.Capacity), b.capacityKey(b.Capacity)) }},
+	{"inuse", "in use", func(a, b *row) int { return cmp.Compare(a.key(InUseField, a.InUse), b.key(InUseField, b.InUse)) }},
+	{"available", "available", func(a, b *row) int { return cmp.Compare(a.capacityKey(a.Available), b.capacityKey(b.Available)) }},
+	{"waiters", "waiters", func(a, b *row) int {
+		return cmp.Compare(a.key(WaitersField, int64(a.Waiters)), b.key(WaitersField, int64(b.Waiters)))
+	}},
 	{"headwait", "head wait", func(a, b *row) int { return cmp.Compare(a.HeadWait, b.HeadWait) }},
 	{"oldest", "oldest holder", func(a, b *row) int { return cmp.Compare(a.OldestHolder, b.OldestHolder) }},
 	{"broken", "broken", func(a, b *row) int { return cmpBool(a.Broken, b.Broken) }},
-	{"acquired", "acquired/s", func(a, b *row) int { return cmp.Compare(a.Rates.Acquired, b.Rates.Acquired) }},
-	{"timedout", "timed out/s", func(a, b *row) int { return cmp.Compare(a.Rates.TimedOut, b.Rates.TimedOut) }},
-	{"shed", "shed/s", func(a, b *row) int { return cmp.Compare(a.Rates.Shed, b.Rates.Shed) }},
+}, rateColumns()...)
+
+func rateColumns() []column {
+	var cols []column
+	for _, c := range counters {
+		if c.onIndex {
+			cols = append(cols, column{c.key, c.title + "/s", rateColumn(c)})
+		}
+	}
+	return cols
+}
+
+// appendCells appends the index's columns after name and kind, formatted for
+// the HTML and text forms, to dst.
+func (r *row) appendCells(dst []string) []string {
+	dst = append(dst, r.CapacityText(), r.InUseText(), r.AvailableText(), r.WaitersText(),
+		r.HeadWaitText(), ageText(r.OldestHolder), r.BrokenYesNo())
+	for _, c := range counters {
+		if c.onIndex {
+			dst = append(dst, r.rateText(c))
+		}
+	}
+	return dst
+}
+
+// counter is one of a Snapshot's counters as the pages show it.
+type counter struct {
+	key, title string
+	field      Fields
+	total      func(*Snapshot) uint64
+	rate       func(*rates) float64 // nil: the page shows no rate of it
+	onIndex    bool                 // the index has a column of its rate
+}
+
+// counters lists the counters in the order the pages show them.
+var counters = []counter{
+	{"acquired", "acquired", AcquiredField, func(s *Snapshot) uint64 { return s.Acquired }, func(r *rates) float64 { return r.Acquired }, true},
+	{"queued", "queued", QueuedField, func(s *Snapshot) uint64 { return s.Queued }, nil, false},
+	{"timedout", "timed out", TimedOutField, func(s *Snapshot) uint64 { return s.TimedOut }, func(r *rates) float64 { return r.TimedOut }, true},
+	{"cancelled", "cancelled", CancelledField, func(s *Snapshot) uint64 { return s.Cancelled }, func(r *rates) float64 { return r.Cancelled }, false},
+	{"rejected", "rejected", RejectedField, func(s *Snapshot) uint64 { return s.Rejected }, func(r *rates) float64 { return r.Rejected }, true},
+	{"shed", "shed", ShedField, func(s *Snapshot) uint64 { return s.Shed }, func(r *rates) float64 { return r.Shed }, true},
+}
+
+// Charted reports whether the page charts the object: not when it knows
+// neither its units in use nor its waiters.
+func (r *reading) Charted() bool {
+	return r.Unknown&(InUseField|WaitersField) != InUseField|WaitersField
+}
+
+// counterValue is one counter of one reading, formatted.
+type counterValue struct {
+	Key, Title  string
+	Total, Rate string // "-" when unknown; Rate "" when the page shows no rate
+}
+
+// Counters formats the reading's counters.
+func (r *reading) Counters() []counterValue {
+	out := make([]counterValue, len(counters))
+	for i, c := range counters {
+		out[i] = counterValue{Key: c.key, Title: c.title, Total: r.total(c)}
+		if c.rate != nil {
+			out[i].Rate = r.rateText(c)
+		}
+	}
+	return out
+}
+
+// key is v as the index sorts it: -1 when f is unknown.
+func (r *row) key(f Fields, v int64) int64 {
+	if r.Unknown&f != 0 {
+		return -1
+	}
+	return v
+}
+
+// capacityKey is the capacity or availability v as the index sorts it.
+func (r *row) capacityKey(v int64) int64 {
+	if r.Unlimited {
+		return math.MaxInt64
+	}
+	return r.key(CapacityField, v)
+}
+
+func rateColumn(c counter) func(a, b *row) int {
+	key := func(r *row) float64 {
+		if !r.Rates.Known || r.Unknown&c.field != 0 {
+			return -1
+		}
+		return c.rate(&r.Rates)
+	}
+	return func(a, b *row) int { return cmp.Compare(key(a), key(b)) }
 }
 
 func cmpBool(a, b bool) int {

@@ -26,7 +26,7 @@ type SemaphoreCollector struct {
 	refused *prometheus.CounterVec   // semaphore, outcome
 }
 
-const nOutcomes = int(semaphore.QueueFull) + 1
+const nOutcomes = int(semaphore.Shed) + 1
 
 var (
 	semLabels = []string{"semaphore"}

@@ -1,6 +1,9 @@
 // Package browsertest checks the semaphores debug page in a real browser: it
-// runs the debugpage example and drives Debian's chromium, headless, through
-// chromedp. It is a module of its own so that the core module does not depend on
-// chromedp. The test skips when chromium is missing, except with CI=true, where
-// it fails.
+// runs the debugpage example, and a page of hostile names, and drives Debian's
+// chromium, headless, through chromedp: the page works under its
+// Content-Security-Policy (auto-refresh, pause, sorting, charts), fits a
+// 1,280-pixel window whatever the names, and shows markup in names as text. It
+// is a module of its own so that the core module does not depend on chromedp.
+// Without chromium, go test runs none of its tests and says so (the package is
+// reported "[no tests to run]"), except with CI=true, where they fail.
 package browsertest
