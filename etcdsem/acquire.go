@@ -2,12 +2,12 @@ package etcdsem
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
 
 	"github.com/fairsem/semaphore"
+	"github.com/fairsem/semaphore/internal/errs"
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -37,19 +37,19 @@ func (s *Semaphore) Acquire(ctx context.Context, n int64) (*Units, error) {
 	s.checkUnits("Acquire", n)
 	start := time.Now()
 	if ctx.Err() != nil {
-		return nil, s.waitError(ctx, n, start)
+		return nil, s.waitError(ctx, acquireCall(n), start)
 	}
 	cctx, stop := s.callContext(ctx)
 	defer stop()
 	for {
 		l, err := s.currentLease(cctx)
 		if err != nil {
-			return nil, s.rpcError(ctx, acquireOp(n), n, start, err)
+			return nil, s.rpcError(ctx, acquireCall(n), start, err)
 		}
 		s.mu.Lock()
 		if s.closed {
 			s.mu.Unlock()
-			return nil, s.errorf(acquireOp(n), "%w", ErrClosed)
+			return nil, s.closedError(acquireCall(n))
 		}
 		r := s.newRequestLocked(l, n)
 		s.mu.Unlock()
@@ -65,13 +65,13 @@ func (s *Semaphore) Acquire(ctx context.Context, n int64) (*Units, error) {
 			s.mu.Unlock()
 			switch {
 			case ctx.Err() != nil:
-				return nil, s.waitError(ctx, n, start)
+				return nil, s.waitError(ctx, acquireCall(n), start)
 			case gone && attempts == 1:
 				continue // nothing was written: try again on a new lease
 			case failed:
 				return nil, ferr // its lease was lost or the handle closed meanwhile
 			}
-			return nil, s.rpcError(ctx, acquireOp(n), n, start, err)
+			return nil, s.rpcError(ctx, acquireCall(n), start, err)
 		}
 		if resp != nil { // nil: granted before the answer came
 			if err := s.afterWrite(r, resp, attempts); err != nil {
@@ -88,7 +88,7 @@ func (s *Semaphore) Acquire(ctx context.Context, n int64) (*Units, error) {
 			// a failed call leaves no trace, and the units pass on.
 			s.abandonLocked(r)
 			s.mu.Unlock()
-			return nil, s.waitError(ctx, n, start)
+			return nil, s.waitError(ctx, acquireCall(n), start)
 		}
 		defer s.mu.Unlock()
 		if r.state != stateHeld {
@@ -108,7 +108,8 @@ func (s *Semaphore) AcquireTimeout(ctx context.Context, d time.Duration, n int64
 		if err != nil || ok {
 			return u, err
 		}
-		return nil, s.errorf(acquireOp(n), "timed out after %v: %w", d, allOf(semaphore.ErrTimedOut, context.DeadlineExceeded))
+		return nil, s.fail(acquireCall(n), semaphore.TimedOut, "timed out after "+d.String()+": "+context.DeadlineExceeded.Error(),
+			semaphore.ErrTimedOut, context.DeadlineExceeded)
 	}
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
@@ -201,10 +202,10 @@ func (s *Semaphore) afterWrite(r *request, resp *clientv3.TxnResponse, attempts 
 	}
 	var err error
 	if kvs := resp.Responses[1].GetResponseRange().Kvs; len(kvs) > 0 {
-		err = s.errorf(acquireOp(r.n), "broken: %s: %w", kvs[0].Value, semaphore.ErrBroken)
+		err = s.brokenError(acquireCall(r.n), string(kvs[0].Value))
 	} else {
 		c := capacityOf(resp.Responses[2].GetResponseRange())
-		err = s.errorf(acquireOp(r.n), "more than the capacity %d: %w", c, semaphore.ErrTooLarge)
+		err = s.tooLargeError(acquireCall(r.n), c)
 	}
 	r.finish(stateFailed, err)
 	if attempts == 1 {
@@ -241,22 +242,25 @@ func capacityOf(rr *etcdserverpb.RangeResponse) int64 {
 	return c
 }
 
-// waitError is the error of a call whose ctx ended.
-func (s *Semaphore) waitError(ctx context.Context, n int64, start time.Time) error {
-	waited := time.Since(start).Round(time.Millisecond)
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return s.errorf(acquireOp(n), "timed out after %v: %w", waited, allOf(semaphore.ErrTimedOut, ctx.Err(), context.Cause(ctx)))
+// waitError is the error of an acquire c whose ctx ended, started at start:
+// TimedOut if its deadline passed, matching semaphore.ErrTimedOut too, and
+// Cancelled otherwise, whatever its cause matches.
+func (s *Semaphore) waitError(ctx context.Context, c call, start time.Time) error {
+	deadline, why, matches := errs.Context(ctx)
+	after := " after " + time.Since(start).Round(time.Millisecond).String() + ": " + why
+	if deadline {
+		return s.fail(c, semaphore.TimedOut, "timed out"+after, append(matches, semaphore.ErrTimedOut)...)
 	}
-	return s.errorf(acquireOp(n), "canceled after %v: %w", waited, allOf(ctx.Err(), context.Cause(ctx)))
+	return s.fail(c, semaphore.Cancelled, "canceled"+after, matches...)
 }
 
-// rpcError is the error of a call (op, for n units) whose RPC failed with err:
-// the wait's if ctx ended, otherwise failed's.
-func (s *Semaphore) rpcError(ctx context.Context, op string, n int64, start time.Time, err error) error {
+// rpcError is the error of an acquire c whose RPC failed with err: the wait's
+// if ctx ended, otherwise failed's.
+func (s *Semaphore) rpcError(ctx context.Context, c call, start time.Time, err error) error {
 	if ctx.Err() != nil {
-		return s.waitError(ctx, n, start)
+		return s.waitError(ctx, c, start)
 	}
-	return s.failed(op, err)
+	return s.failed(c, err)
 }
 
 // checkUnits panics on a negative or oversized count: a programmer error.

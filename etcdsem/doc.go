@@ -135,13 +135,17 @@
 //     every acquire would contend on. Return (giving back part of a holding
 //     in place) is supported.
 //   - Errors read `etcdsem "NAME": WHAT: WHY` (for example `etcdsem "jobs":
-//     acquire 2 units: timed out after 1.5s: timed out: context deadline
-//     exceeded`), naming the semaphore by its name, not its keys. A meaning
-//     shared with the in-process semaphore wraps the core's sentinel
-//     (semaphore.ErrBroken, ErrTimedOut, ErrTooLarge, ErrInsufficientUnits),
-//     so one errors.Is check serves both; ErrQueueFull never occurs (there is
-//     no bound on waiters). "queued behind N" is not reported (it would cost a
-//     read per failure).
+//     acquire 2 units: timed out after 1.5s: context deadline exceeded`),
+//     naming the semaphore by its name, not its keys. A meaning shared with
+//     the in-process semaphore wraps the core's sentinel (semaphore.ErrBroken,
+//     ErrTimedOut, ErrTooLarge, ErrInsufficientUnits), so one errors.Is check
+//     serves both, and an acquire's error carries its outcome for
+//     semaphore.OutcomeOf as the core's does (TimedOut, Cancelled, Broken,
+//     TooLarge; a context cancelled with any cause is Cancelled). An acquire
+//     ended by ErrLost, ErrClosed or an RPC failure carries none: the
+//     semaphore decided nothing. ErrQueueFull never occurs (there is no bound
+//     on waiters). "queued behind N" is not reported (it would cost a read per
+//     failure).
 //   - A new handle replays the history of the keys it finds, from just before
 //     the oldest was created, to learn which are granted. Where that history
 //     was compacted, or its watch later fell behind a compaction, it cannot

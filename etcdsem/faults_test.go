@@ -223,4 +223,6 @@ func TestServer_SIGSTOPPastTTLEndsAnAcquireInFlight(t *testing.T) {
 	}
 	assert.ErrorIs(t, err, ErrLost)
 	assert.NoError(t, ctx.Err(), "ended by the loss, not by the context")
+	_, ok := semaphore.OutcomeOf(err)
+	assert.False(t, ok, "a lost lease is no outcome of the semaphore")
 }

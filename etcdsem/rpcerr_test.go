@@ -59,6 +59,9 @@ func TestAcquire_RequestEtcdRefusesEndsTheCall(t *testing.T) {
 	assert.ErrorIs(t, err, rpctypes.ErrRequestTooLarge)
 	assert.NotErrorIs(t, err, semaphore.ErrTimedOut, "ended by etcd's refusal, not by the context")
 	assert.NoError(t, ctx.Err())
+	assert.Contains(t, err.Error(), ": acquire 1 unit: refused for good: etcdserver: request is too large")
+	_, ok := semaphore.OutcomeOf(err)
+	assert.False(t, ok, "etcd's refusal is no outcome of the semaphore")
 	assert.True(t, noQueueKeys(t, cli, s.Name()), "nothing was written")
 }
 

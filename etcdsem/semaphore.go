@@ -81,19 +81,20 @@ func New(ctx context.Context, cli *clientv3.Client, name string, opts ...Option)
 	}
 	s.q.init(s)
 	if n := len(s.prefix) - 1; n > MaxNameLen {
-		return nil, s.errorf("new", "the name takes %d bytes in its keys, more than MaxNameLen (%d): %w", n, MaxNameLen, rpctypes.ErrRequestTooLarge)
+		return nil, s.fail(opCall("new"), nil, fmt.Sprintf("the name takes %d bytes in its keys, more than MaxNameLen (%d): %v",
+			n, MaxNameLen, rpctypes.ErrRequestTooLarge), rpctypes.ErrRequestTooLarge)
 	}
 	if cfg.hasCap {
 		_, err := cli.Txn(ctx).
 			If(clientv3.Compare(clientv3.Version(s.capKey), "=", 0)).
 			Then(clientv3.OpPut(s.capKey, formatUnits(cfg.capacity))).Commit()
 		if err != nil {
-			return nil, s.errorf("create", "%w", err)
+			return nil, s.rpcFailed(opCall("create"), err)
 		}
 	}
 	resp, err := cli.Get(ctx, s.prefix, clientv3.WithPrefix())
 	if err != nil {
-		return nil, s.errorf("read state", "%w", err)
+		return nil, s.rpcFailed(opCall("read state"), err)
 	}
 	s.loadState(ctx, resp)
 	wctx, cancel := context.WithCancel(context.Background())
@@ -153,12 +154,12 @@ func (s *Semaphore) Close() error {
 	for key, r := range s.mine {
 		switch r.state {
 		case stateWaiting:
-			r.finish(stateFailed, s.errorf(acquireOp(r.n), "%w", ErrClosed))
+			r.finish(stateFailed, s.closedError(acquireCall(r.n)))
 		case stateHeld, stateReleasing:
 			// Settled here, before the revocation deletes the keys: the watch
 			// would otherwise report the deletions as losses. The error is for
 			// an Acquire granted just now that has not returned yet.
-			r.state, r.err = stateClosed, s.errorf(acquireOp(r.n), "%w", ErrClosed)
+			r.state, r.err = stateClosed, s.closedError(acquireCall(r.n))
 		}
 		delete(s.mine, key)
 	}
@@ -172,19 +173,19 @@ func (s *Semaphore) Close() error {
 	}
 	s.wg.Wait()
 	if err != nil {
-		return s.errorf("close", "revoke lease: %w", err)
+		return s.fail(opCall("close"), nil, "revoke lease: "+err.Error(), err)
 	}
 	return nil
 }
 
-// errIfClosed returns an error of op wrapping ErrClosed if the handle is
+// errIfClosed returns the error of c wrapping ErrClosed if the handle is
 // closed. A call that passed it before Close may still complete its RPC: the
 // handle's state does not guard etcd's.
-func (s *Semaphore) errIfClosed(op string) error {
+func (s *Semaphore) errIfClosed(c call) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return s.errorf(op, "%w", ErrClosed)
+		return s.closedError(c)
 	}
 	return nil
 }
@@ -270,7 +271,7 @@ func (s *Semaphore) leaseLost(l *lease) {
 		}
 		switch r.state {
 		case stateWaiting:
-			r.finish(stateFailed, s.errorf(acquireOp(r.n), "%w", cause))
+			r.finish(stateFailed, s.fail(acquireCall(r.n), nil, cause.Error(), cause))
 		case stateHeld, stateReleasing:
 			r.markLost(cause)
 		}

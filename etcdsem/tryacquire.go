@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/fairsem/semaphore"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -28,32 +27,32 @@ func (s *Semaphore) TryAcquire(ctx context.Context, n int64) (*Units, bool, erro
 	s.checkUnits("TryAcquire", n)
 	start := time.Now()
 	if ctx.Err() != nil {
-		return nil, false, s.waitError(ctx, n, start)
+		return nil, false, s.waitError(ctx, tryCall(n), start)
 	}
-	if err := s.errIfClosed(tryOp(n)); err != nil {
+	if err := s.errIfClosed(tryCall(n)); err != nil {
 		return nil, false, err
 	}
 	cctx, stop := s.callContext(ctx)
 	defer stop()
 	if err := s.catchUp(cctx); err != nil {
-		return nil, false, s.rpcError(ctx, tryOp(n), n, start, err)
+		return nil, false, s.rpcError(ctx, tryCall(n), start, err)
 	}
 	for attempt := 0; attempt < 4; attempt++ {
 		l, err := s.currentLease(cctx)
 		if err != nil {
-			return nil, false, s.rpcError(ctx, tryOp(n), n, start, err)
+			return nil, false, s.rpcError(ctx, tryCall(n), start, err)
 		}
 		s.mu.Lock()
 		switch {
 		case s.closed:
 			s.mu.Unlock()
-			return nil, false, s.errorf(tryOp(n), "%w", ErrClosed)
+			return nil, false, s.closedError(tryCall(n))
 		case s.q.broken:
-			err := s.errorf(tryOp(n), "broken: %s: %w", s.q.reason, semaphore.ErrBroken)
+			err := s.brokenError(tryCall(n), s.q.reason)
 			s.mu.Unlock()
 			return nil, false, err
 		case n > s.q.capacity:
-			err := s.errorf(tryOp(n), "more than the capacity %d: %w", s.q.capacity, semaphore.ErrTooLarge)
+			err := s.tooLargeError(tryCall(n), s.q.capacity)
 			s.mu.Unlock()
 			return nil, false, err
 		}
@@ -82,7 +81,7 @@ func (s *Semaphore) TryAcquire(ctx context.Context, n int64) (*Units, bool, erro
 		if err != nil {
 			s.abandonLocked(r)
 			s.mu.Unlock()
-			return nil, false, s.rpcError(ctx, tryOp(n), n, start, err)
+			return nil, false, s.rpcError(ctx, tryCall(n), start, err)
 		}
 		if resp.Succeeded {
 			r.createRev = resp.Header.Revision
@@ -100,14 +99,11 @@ func (s *Semaphore) TryAcquire(ctx context.Context, n int64) (*Units, bool, erro
 		delete(s.mine, r.key) // the transaction failed as a whole: nothing written
 		s.mu.Unlock()
 		if err := s.waitRevision(cctx, resp.Header.Revision); err != nil {
-			return nil, false, s.rpcError(ctx, tryOp(n), n, start, err)
+			return nil, false, s.rpcError(ctx, tryCall(n), start, err)
 		}
 	}
 	return nil, false, nil
 }
-
-// tryOp is the what of an error of a TryAcquire of n units.
-func tryOp(n int64) string { return "try acquire " + unitsText(n) }
 
 // catchUp waits until the mirror has applied every revision committed before
 // the call: a linearizable read gives the current revision.
