@@ -94,6 +94,7 @@ func TestClose_EndsEveryCallInFlight(t *testing.T) {
 		go func() { ch <- call() }()
 	}
 	waitInFlight(t, inFlight, int64(len(calls)))
+	closing := time.Now()
 	closed := make(chan error, 1)
 	go func() { closed <- s.Close() }()
 	var stuck []chan error
@@ -107,8 +108,15 @@ func TestClose_EndsEveryCallInFlight(t *testing.T) {
 			stuck = append(stuck, ch)
 		}
 	}
+	t.Logf("every call ended %v after Close was called", time.Since(closing).Round(time.Millisecond))
+	select {
+	case <-closed: // its revocation could not reach etcd: the lease expires
+		t.Logf("Close returned after %v (TTL 2s)", time.Since(closing).Round(time.Millisecond))
+	case <-time.After(10 * time.Second):
+		t.Error("Close still waits 10s later, past its bound of the lease TTL (2s)")
+		stuck = append(stuck, closed)
+	}
 	px.release()
-	<-closed
 	for _, ch := range stuck {
 		<-ch
 	}
