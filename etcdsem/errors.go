@@ -15,12 +15,13 @@ import (
 //
 // and wraps a sentinel. The error of an acquire carries how it ended, for
 // semaphore.OutcomeOf: TimedOut, Cancelled, Broken or TooLarge; an acquire
-// ended by ErrLost, ErrClosed or an RPC failure carries none. The meanings shared with the in-process semaphore wrap
-// the sentinels of github.com/fairsem/semaphore, so one errors.Is check serves
-// both: ErrBroken, ErrTimedOut, ErrTooLarge and ErrInsufficientUnits (etcdsem
-// has no bound on waiters, so never ErrQueueFull). ErrLost and ErrClosed are
-// this package's own, and match none of those: lost units and a closed handle
-// say nothing of the semaphore's state, and another handle may still acquire.
+// ended by ErrLost, ErrClosed or an RPC failure carries none. The meanings
+// shared with the in-process semaphore wrap the sentinels of
+// github.com/fairsem/semaphore, so one errors.Is check serves both: ErrBroken,
+// ErrTimedOut, ErrTooLarge and ErrInsufficientUnits (etcdsem has no bound on
+// waiters, so never ErrQueueFull). ErrLost and ErrClosed are this package's
+// own, and match none of those: lost units and a closed handle say nothing of
+// the semaphore's state, and another handle may still acquire.
 var (
 	// ErrLost: units were lost without being released: the handle's lease was not
 	// renewed in time (a partition, a stalled or lost cluster), or the key was

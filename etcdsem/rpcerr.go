@@ -28,9 +28,9 @@ const (
 	rpcLeaseGone
 )
 
-// classify says what err, returned by an etcd RPC, means. A context error is
-// the end of an attempt's own timeout (the caller checks its own context
-// first), so it is rpcUnknown.
+// classify says what err, a non-nil error of an etcd RPC, means. A context
+// error is the end of an attempt's own timeout (the caller checks its own
+// context first), so it is rpcUnknown.
 func classify(err error) rpcFailure {
 	err = rpctypes.Error(err) // a gRPC status of etcd's becomes its EtcdError
 	switch {

@@ -179,8 +179,9 @@ func (s *Semaphore) Close() error {
 }
 
 // errIfClosed returns the error of c wrapping ErrClosed if the handle is
-// closed. A call that passed it before Close may still complete its RPC: the
-// handle's state does not guard etcd's.
+// closed. A call that passed it before Close is ended by Close (see
+// callContext), but a write it sent may still land: the handle's state does
+// not guard etcd's.
 func (s *Semaphore) errIfClosed(c call) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
