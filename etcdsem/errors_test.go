@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -220,4 +222,20 @@ func TestErrors_ACancelledCallIsCancelledWhateverItsCause(t *testing.T) {
 	o, ok := semaphore.OutcomeOf(err)
 	assert.True(t, ok)
 	assert.Equal(t, semaphore.Cancelled, o, "TryAcquire: %v", err)
+}
+
+// A hostile name (markup, quotes, newlines, thousands of bytes) is quoted in
+// every message, which stays on one line and names the semaphore exactly.
+func TestErrors_HostileNamesAreQuotedOnOneLine(t *testing.T) {
+	cli := newClient(t, sharedEndpoint(t))
+	ctx := testCtx(t, 10*time.Second)
+	for _, name := range []string{"<b>jobs</b>\n\"x\"\r\t%/", strings.Repeat("é\n", 2500)} {
+		s, err := New(ctx, cli, name, WithCapacity(1))
+		require.NoError(t, err)
+		require.NoError(t, s.Close())
+		_, err = s.Acquire(ctx, 1)
+		require.ErrorIs(t, err, ErrClosed)
+		assert.Equal(t, "etcdsem "+strconv.Quote(name)+": acquire 1 unit: closed", err.Error())
+		assert.NotContains(t, err.Error(), "\n")
+	}
 }
