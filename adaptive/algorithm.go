@@ -9,11 +9,26 @@ import (
 // they took, how many were in flight, and whether any was dropped.
 type Sample struct {
 	Time     time.Time     // when the window closed
-	RTT      time.Duration // mean round trip of the window's calls that were not dropped; 0 if all were
-	MinRTT   time.Duration // shortest of those round trips; 0 if all were dropped
-	InFlight int           // most calls in flight at the start of any of the window's calls
+	RTT      time.Duration // mean round trip of the window's calls that were neither dropped nor late; 0 if none
+	MinRTT   time.Duration // shortest of those round trips; 0 if none
+	InFlight int           // most units in flight at the grant of any of the window's calls, its own included
 	Count    int           // calls in the window, dropped ones included (>= 1)
 	Drops    int           // calls in the window that were dropped (<= Count)
+	Late     int           // calls in the window granted too late to finish (see TimedOut); Drops+Late <= Count
+
+	// Load is the mean, over the window's calls with a round trip, of the
+	// units in flight at their grants. Load/Throughput is their round trip
+	// weighted by load and averaged harmonically: a few calls delayed far
+	// past the rest (a pause of the caller's process) move it little.
+	Load float64
+	// Throughput is what the backend served, in units per second, by Little's
+	// law: the mean over the window's calls with a round trip of the units
+	// in flight at the grant over the round trip; 0 if none.
+	Throughput float64
+	// Waited counts the calls that found the limit reached since the previous
+	// window closed, and waited for it (granted or not): the load wanted more
+	// than the limit.
+	Waited int
 }
 
 // Dropped reports whether any call in the window was dropped: the overload signal.

@@ -24,7 +24,7 @@ func TestCall_ReleaseIsIdempotentAndDoneAfterEndPanics(t *testing.T) {
 	var none *adaptive.Call
 	none.Release()
 	c, _ = l.Acquire(context.Background())
-	assert.Panics(t, func() { c.Done(adaptive.Outcome(9)) })
+	assert.Panics(t, func() { c.Done(adaptive.Verdict(9)) })
 	c.Release()
-	assert.Equal(t, "Outcome(9)", adaptive.Outcome(9).String())
+	assert.Equal(t, "Verdict(9)", adaptive.Verdict(9).String())
 }

@@ -47,3 +47,29 @@ func ExampleLimiter_Acquire() {
 	fmt.Println(l.Stats().Dropped)
 	// Output: 1
 }
+
+// The default algorithm, Capacity, starts from the semaphore's capacity; an
+// algorithm given to New starts from its own initial limit.
+func ExampleNew() {
+	sem := semaphore.New(8, semaphore.WithName("db"))
+	l := adaptive.New(sem, nil)
+	fmt.Println("limit:", l.Limit(), "capacity:", sem.Capacity())
+	l = adaptive.New(sem, adaptive.NewVegas(adaptive.VegasConfig{}))
+	fmt.Println("limit:", l.Limit(), "capacity:", sem.Capacity())
+	// Output:
+	// limit: 8 capacity: 8
+	// limit: 20 capacity: 20
+}
+
+// A Limiter drives anything with a settable limit; calls admitted there are
+// measured with Start.
+func ExampleResizeFunc() {
+	setLimit := func(n int64) { fmt.Println("limit set to", n) } // a controller's setter
+	l := adaptive.New(adaptive.ResizeFunc(setLimit), adaptive.NewAIMD(adaptive.AIMDConfig{InitialLimit: 4, MinLimit: 1}),
+		adaptive.WithWindow(1, 0, 0))
+	c := l.Start(1, 0) // admitted by the controller, which did not make it wait
+	c.Done(adaptive.Dropped)
+	// Output:
+	// limit set to 4
+	// limit set to 3
+}

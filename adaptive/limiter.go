@@ -2,43 +2,62 @@ package adaptive
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/fairsem/semaphore"
-	"github.com/fairsem/semaphore/admission"
 )
 
+// A Resizer is anything whose limit can be set, and which a Limiter drives:
+// the core *semaphore.Semaphore, a keyed set's global limit, or, through
+// ResizeFunc, any setter such as an admission controller's SetCountLimit.
+type Resizer interface {
+	// Resize sets the limit to capacity (>= 1). It must not revoke what is
+	// held: the calls in excess finish, and new ones wait.
+	Resize(capacity int64)
+}
+
+// ResizeFunc lets an ordinary function be a Resizer, as http.HandlerFunc lets
+// one be a Handler:
+//
+//	l := adaptive.New(adaptive.ResizeFunc(ctrl.SetCountLimit), nil)
+type ResizeFunc func(capacity int64)
+
+// Resize calls f(capacity).
+func (f ResizeFunc) Resize(capacity int64) { f(capacity) }
+
 // A Limiter adapts a concurrency limit to the load a backend can take: it
-// measures each call it admits, from its grant to Done, feeds the calls to an
-// Algorithm in sampling windows, and applies each new limit to the semaphore's
-// capacity with Resize (or to an admission.Controller's count limit). Shrinking
-// never revokes a call that holds a slot: the calls in excess finish, and new
+// measures each call, from its grant to Done, feeds the calls to an Algorithm
+// in sampling windows, and applies each new limit to its Resizer. Shrinking
+// never revokes a call that holds units: the calls in excess finish, and new
 // ones wait until the count is under the new limit.
 //
-// Most callers want Do. Acquire and Done are for calls whose outcome is known
-// elsewhere (a stream, a handler that writes the status). All methods are safe
-// for concurrent use; no goroutine is started, and a call that is granted at
-// once allocates nothing.
+// Most callers want Do. Acquire and Done are for calls whose verdict is known
+// elsewhere (a stream, a handler that writes the status); Start measures a
+// call admitted by something else (the keyed set or admission controller the
+// Limiter drives). All methods are safe for concurrent use; no goroutine is
+// started, and a call that is granted at once allocates nothing.
 type Limiter struct {
 	// Fixed after New.
-	sem  *semaphore.Semaphore  // the semaphore it drives; nil when it drives ctrl
-	ctrl *admission.Controller // the controller it drives; nil when it drives sem
-	cfg  config
+	target Resizer              // what the limit is applied to
+	gate   *semaphore.Semaphore // what Acquire and Do wait on: target when it is a semaphore, else the Limiter's own
+	est    Estimator            // alg, if it estimates the capacity; else nil
+	cfg    config
 
 	// Atomic.
-	inFlight   atomic.Int64  // calls granted and not ended
+	inFlight   atomic.Int64  // units granted and not ended
 	limit      atomic.Int64  // the limit last applied (>= 1)
-	granted    atomic.Uint64 // calls granted (Acquire, Do, Track)
+	estimate   atomic.Int64  // est's last estimate; 0 unknown; set under mu
+	granted    atomic.Uint64 // calls granted (Acquire, Do, Start)
 	ignored    atomic.Uint64 // calls ended without a sample
+	waited     atomic.Int64  // calls that found the limit reached since the last window closed
 	lastEmpty  atomic.Int64  // standing queue: last time, in Unix ns, a caller found no waiter
 	typicalRTT atomic.Int64  // the last window's mean RTT in ns, 0 before; set under mu
 
 	mu sync.Mutex
-	// Guarded by mu. The limit is applied to the semaphore under mu, so that
-	// Resize calls happen in the order of the windows.
+	// Guarded by mu. The limit is applied under mu, so that Resize calls
+	// happen in the order of the windows.
 	alg        Algorithm
 	win        window
 	succeeded  uint64
@@ -50,158 +69,193 @@ type Limiter struct {
 	lastChange time.Time
 }
 
-// New returns a Limiter that drives the capacity of sem with alg, and resizes
-// sem to alg's initial limit at once. The Limiter's calls take one unit each;
-// other users of sem may take units too, and count against the same limit but
-// are not measured. New panics if sem or alg is nil or an option is invalid.
-func New(sem *semaphore.Semaphore, alg Algorithm, opts ...Option) *Limiter {
-	if sem == nil {
-		panic("adaptive: New(nil semaphore)")
-	}
-	l := newLimiter(alg, opts, sem.Name())
-	l.sem = sem
-	sem.Resize(l.limit.Load())
-	return l
+// An Estimator is an Algorithm that also estimates the backend's capacity, in
+// units; Capacity is one. A Limiter reports the estimate in Stats.
+type Estimator interface {
+	Estimate() int // 0 while unknown
 }
 
-// NewController returns a Limiter that drives the count limit of ctrl with alg
-// (memory is left alone), and sets it to alg's initial limit at once. Calls are
-// admitted by ctrl (its Acquire or Do); the Limiter measures them with Track.
-// Acquire and Do of such a Limiter panic. NewController panics if ctrl or alg
-// is nil, an option is invalid, or ctrl is a member of a group (its limits
-// follow the group's).
-func NewController(ctrl *admission.Controller, alg Algorithm, opts ...Option) *Limiter {
-	if ctrl == nil {
-		panic("adaptive: NewController(nil controller)")
+// New returns a Limiter that drives target with alg.
+//
+// With a nil alg, the Limiter runs a Capacity with its defaults, starting from
+// the target's capacity when the target reports one (a Capacity() int64
+// method, as a semaphore has) and from Capacity's default initial limit
+// otherwise. Given an alg, it starts from alg's initial limit. Either way the
+// target is resized to the starting limit at once: New(semaphore.New(4),
+// NewVegas(VegasConfig{})) runs at 20, Vegas's initial limit, and
+// New(semaphore.New(4), nil) at 4.
+//
+// Acquire and Do wait on target when it is a *semaphore.Semaphore, whose
+// options (WithMaxWaiters, WithName, an Observer) keep working, and whose
+// other users count against the same limit without being measured. Given any
+// other Resizer, they wait on a semaphore of the Limiter's own, resized with
+// the target: calls admitted by the target are measured with Start instead.
+//
+// New panics if target is nil or an option is invalid.
+func New(target Resizer, alg Algorithm, opts ...Option) *Limiter {
+	if s, ok := target.(*semaphore.Semaphore); target == nil || ok && s == nil {
+		panic("adaptive: New(nil Resizer)")
 	}
-	l := newLimiter(alg, opts, ctrl.Stats().Name)
-	l.ctrl = ctrl
-	ctrl.SetCountLimit(l.limit.Load())
-	return l
-}
-
-func newLimiter(alg Algorithm, opts []Option, name string) *Limiter {
+	name := ""
+	if n, ok := target.(interface{ Name() string }); ok {
+		name = n.Name()
+	}
 	if alg == nil {
-		panic("adaptive: nil Algorithm")
+		cfg := CapacityConfig{}
+		if c, ok := target.(interface{ Capacity() int64 }); ok && c.Capacity() > 0 {
+			cfg.InitialLimit = int(min(c.Capacity(), semaphore.MaxUnits))
+		}
+		alg = NewCapacity(cfg)
 	}
-	l := &Limiter{alg: alg, cfg: newConfig(opts, name)}
+	l := &Limiter{target: target, alg: alg, cfg: newConfig(opts, name)}
+	l.est, _ = alg.(Estimator)
 	l.limit.Store(clampLimit(alg.Limit()))
 	l.lastEmpty.Store(time.Now().UnixNano())
+	if s, ok := target.(*semaphore.Semaphore); ok {
+		l.gate = s
+	} else {
+		l.gate = semaphore.New(l.limit.Load(), semaphore.WithName(l.cfg.name))
+	}
+	target.Resize(l.limit.Load())
 	return l
 }
 
 // clampLimit keeps an algorithm's answer within what a semaphore takes.
 func clampLimit(n int) int64 { return min(max(int64(n), 1), semaphore.MaxUnits) }
 
-// Acquire waits for a slot under the current limit, as the semaphore's
-// Acquire(ctx, 1) does (FIFO, and the same errors, which wrap the core's
-// sentinels), and returns the granted Call, which the caller must end with
-// Done or Release. With WithStandingQueue, a wait may also fail with an error
-// matching semaphore.ErrShed. Acquire panics on a Limiter made by NewController.
-func (l *Limiter) Acquire(ctx context.Context) (*Call, error) {
-	c := new(Call) // stays on the caller's stack when Acquire is inlined and c does not escape
-	if err := l.acquire(ctx, c); err != nil {
-		return nil, err
+// Acquire waits for one unit under the current limit, as AcquireN(ctx, 1).
+func (l *Limiter) Acquire(ctx context.Context) (c *Call, err error) {
+	c = new(Call) // stays on the caller's stack when Acquire is inlined and c does not escape
+	if err = l.acquire(ctx, c, 1); err != nil {
+		c = nil
 	}
-	return c, nil
+	return c, err
 }
 
-// Track starts measuring a call admitted elsewhere, by the controller or
-// semaphore whose limit this Limiter drives: its round trip runs from now to
-// Done. Ending the returned Call gives back nothing but its place in the
-// in-flight count: the caller still releases what it acquired.
-func (l *Limiter) Track() *Call {
+// AcquireN waits for n units under the current limit, as the semaphore's
+// Acquire(ctx, n) does (FIFO), and returns the granted Call, which the caller
+// must end with Done or Release. The call counts n units in flight: the
+// algorithm works in units, so that a memory budget or a batch size adapts as
+// a count of calls does. It fails as the semaphore's Acquire does, with
+// errors that wrap the core's sentinels: the context's end (ErrTimedOut for a
+// deadline), ErrBroken, ErrTooLarge (n above the limit, which may shrink
+// below it), ErrQueueFull; with WithStandingQueue, also ErrShed. It panics if
+// n < 1.
+func (l *Limiter) AcquireN(ctx context.Context, n int64) (c *Call, err error) {
+	c = new(Call) // as in Acquire
+	if err = l.acquire(ctx, c, n); err != nil {
+		c = nil
+	}
+	return c, err
+}
+
+// Start starts measuring a call for units admitted by something else (the
+// keyed set or admission controller this Limiter drives), after waiting in
+// its queue for waited (0 if admitted at once): its round trip runs from now
+// to Done, and a positive wait tells the algorithm that the load wanted more
+// than the limit. Ending the returned
+// Call gives back nothing but its units in the in-flight count: the caller
+// still releases what it acquired. Start panics if units < 1 or waited < 0.
+func (l *Limiter) Start(units int64, waited time.Duration) *Call {
+	if units < 1 || waited < 0 {
+		panic("adaptive: Limiter.Start(" + itoa(int(units)) + ", " + waited.String() + "): need units >= 1 and waited >= 0")
+	}
+	if waited > 0 {
+		l.waited.Add(1)
+	}
 	c := new(Call)
-	l.begin(c)
+	l.begin(c, units, false)
 	return c
 }
 
-// Do runs fn while holding a slot, as Acquire then Done, and returns fn's
-// error, or Acquire's without running fn. The verdict on the call comes from
-// WithClassifier's function (by default: nil is Success, an error matching
-// context.DeadlineExceeded or semaphore.ErrTimedOut is Dropped,
-// context.Canceled is Ignore, any other error Success), except that a timeout
-// sooner after the grant than the last window's mean round trip is Ignore: the
-// call was granted with too little of its deadline left, which says the wait
-// was long, not that the backend was slow. If fn panics, the slot is given
-// back without a sample and the panic goes on.
+// Do runs fn while holding one unit, as DoN(ctx, 1, fn).
 func (l *Limiter) Do(ctx context.Context, fn func(context.Context) error) error {
+	return l.DoN(ctx, 1, fn)
+}
+
+// DoN runs fn while holding n units, as AcquireN then Done, and returns fn's
+// error, or AcquireN's without running fn. The verdict on the call is
+// WithClassifier's judgement of fn's error (by default: nil is Success; a
+// timeout is TimedOut; a cancellation, a broken or too large call further
+// down, Ignore; a refusal further down (queue full, shed), Dropped; any other
+// error Success, because the call ran at the backend), given to Done, which
+// decides what a timeout means. If fn panics, the units are given back
+// without a sample and the panic goes on. DoN panics if n < 1.
+func (l *Limiter) DoN(ctx context.Context, n int64, fn func(context.Context) error) error {
 	var c Call
-	if err := l.acquire(ctx, &c); err != nil {
+	if err := l.acquire(ctx, &c, n); err != nil {
 		return err
 	}
 	defer c.Release()
 	err := fn(ctx)
 	now := time.Now()
-	o := l.cfg.classify(err)
-	if o > Ignore {
-		panic("adaptive: the classifier returned " + o.String() + ", not an Outcome")
+	v := l.cfg.classify(err)
+	if v > TimedOut {
+		panic("adaptive: the classifier returned " + v.String() + ", not a Verdict")
 	}
-	if o == Dropped && isTimeout(err) && now.Sub(c.start) < time.Duration(l.typicalRTT.Load()) {
-		// Timed out sooner than the backend usually answers: the call was
-		// granted with too little of its deadline left, so the timeout tells
-		// of a long wait in the queue, not of a slow backend.
-		o = Ignore
-	}
-	c.ended = true
-	l.end(&c, o, now)
+	c.end(v, now)
 	return err
-}
-
-func isTimeout(err error) bool {
-	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, semaphore.ErrTimedOut)
 }
 
 // Limit returns the limit last applied.
 func (l *Limiter) Limit() int { return int(l.limit.Load()) }
 
-// InFlight returns how many calls are granted and not ended.
+// InFlight returns how many units are granted and not ended.
 func (l *Limiter) InFlight() int { return int(l.inFlight.Load()) }
 
-func (l *Limiter) acquire(ctx context.Context, c *Call) error {
-	if l.sem == nil {
-		panic("adaptive: Acquire on a Limiter that drives an admission.Controller; admit with the controller and measure with Track")
+func (l *Limiter) acquire(ctx context.Context, c *Call, n int64) error {
+	if n < 1 {
+		panic("adaptive: Limiter.AcquireN(" + itoa(int(n)) + "): need n >= 1")
 	}
 	var err error
-	if l.cfg.standingTarget > 0 {
-		err = l.acquireStanding(ctx)
-	} else {
-		err = l.sem.Acquire(ctx, 1)
+	switch {
+	case l.cfg.standingTarget > 0:
+		err = l.acquireStanding(ctx, n)
+	case l.gate.TryAcquire(n):
+	default:
+		// The limit is reached (or others wait): the load wants more than it.
+		l.waited.Add(1)
+		err = l.gate.Acquire(ctx, n)
 	}
 	if err != nil {
 		return err
 	}
-	l.begin(c)
-	c.unit = true
+	l.begin(c, n, true)
 	return nil
 }
 
-func (l *Limiter) begin(c *Call) {
+func (l *Limiter) begin(c *Call, n int64, gated bool) {
 	l.granted.Add(1)
-	*c = Call{l: l, start: time.Now(), inFlight: int(l.inFlight.Add(1))}
+	*c = Call{l: l, start: time.Now(), units: n, inFlight: l.inFlight.Add(n), gated: gated}
 }
 
-// end ends c: its sample goes into the window unless o is Ignore, a closed
-// window updates the limit, and its unit goes back to the semaphore.
-func (l *Limiter) end(c *Call, o Outcome, now time.Time) {
-	l.inFlight.Add(-1)
-	if o == Ignore {
+// end ends c with verdict v (Success, Dropped, Ignore, or TimedOut for a call
+// granted too late, see Call.end): its sample goes into the window unless v is
+// Ignore, a closed window updates the limit, and its units go back to the
+// gate.
+func (l *Limiter) end(c *Call, v Verdict, now time.Time) {
+	l.inFlight.Add(-c.units)
+	if v == Ignore {
 		l.ignored.Add(1)
 	} else {
 		l.mu.Lock()
-		if o == Dropped {
+		switch v {
+		case Dropped:
 			l.dropped++
-		} else {
+		case TimedOut:
+			l.ignored.Add(1)
+		default:
 			l.succeeded++
 		}
-		l.win.add(now, now.Sub(c.start), c.inFlight, o == Dropped)
+		l.win.add(now, now.Sub(c.start), c.inFlight, v)
 		if s, ok := l.win.closeAt(now, l.cfg.minSamples, l.cfg.minTime, l.cfg.maxTime); ok {
+			s.Waited = int(l.waited.Swap(0))
 			l.updateLocked(s)
 		}
 		l.mu.Unlock()
 	}
-	if c.unit {
-		l.sem.Release(1)
+	if c.gated {
+		l.gate.Release(c.units)
 	}
 }
 
@@ -214,6 +268,9 @@ func (l *Limiter) updateLocked(s Sample) {
 	}
 	old := l.limit.Load()
 	n := clampLimit(l.alg.Update(s))
+	if l.est != nil {
+		l.estimate.Store(int64(l.est.Estimate()))
+	}
 	if n == old {
 		return
 	}
@@ -224,25 +281,11 @@ func (l *Limiter) updateLocked(s Sample) {
 	}
 	l.lastChange = s.Time
 	l.limit.Store(n)
-	if l.sem != nil {
-		l.sem.Resize(n)
-	} else {
-		l.ctrl.SetCountLimit(n)
+	l.target.Resize(n)
+	if l.gate != l.target {
+		l.gate.Resize(n)
 	}
 	if l.cfg.onChange != nil {
 		l.cfg.onChange(int(old), int(n))
 	}
-}
-
-// defaultClassify is Do's verdict without WithClassifier.
-func defaultClassify(err error) Outcome {
-	switch {
-	case err == nil:
-		return Success
-	case isTimeout(err):
-		return Dropped
-	case errors.Is(err, context.Canceled):
-		return Ignore
-	}
-	return Success
 }

@@ -12,7 +12,6 @@ import (
 
 	"github.com/fairsem/semaphore"
 	"github.com/fairsem/semaphore/adaptive"
-	"github.com/fairsem/semaphore/admission"
 )
 
 // script is an Algorithm that answers each window with the next of its
@@ -83,10 +82,11 @@ func TestDo_ClassifiesByDefaultTimeoutsAsDropsAndCancellationsAsIgnored(t *testi
 		alg := &script{limit: 8}
 		l := adaptive.New(semaphore.New(8), alg, adaptive.WithWindow(1, 0, 0))
 		boom := errors.New("boom")
+		timedOut := refusal(t, context.DeadlineExceeded) // a call further down timed out
 		for _, tc := range []struct {
 			err   error
 			drops int
-		}{{nil, 0}, {boom, 0}, {context.DeadlineExceeded, 1}, {semaphore.ErrTimedOut, 1}} {
+		}{{nil, 0}, {boom, 0}, {context.DeadlineExceeded, 1}, {timedOut, 1}} {
 			err := l.Do(context.Background(), func(context.Context) error {
 				time.Sleep(10 * time.Millisecond)
 				return tc.err
@@ -97,10 +97,63 @@ func TestDo_ClassifiesByDefaultTimeoutsAsDropsAndCancellationsAsIgnored(t *testi
 		n := len(alg.samples)
 		_ = l.Do(context.Background(), func(context.Context) error { return context.Canceled })
 		assert.Len(t, alg.samples, n, "a cancellation is no sample")
+		cancelledWithTimeoutCause := refusal(t, semaphore.ErrTimedOut)
+		require.ErrorIs(t, cancelledWithTimeoutCause, semaphore.ErrTimedOut)
+		_ = l.Do(context.Background(), func(context.Context) error { return cancelledWithTimeoutCause })
+		assert.Len(t, alg.samples, n, "cancelled, whatever its cause matches: no sample")
 	})
 }
 
-func TestDo_IgnoresTimeoutsSoonerThanTheUsualRoundTrip(t *testing.T) {
+// refusal returns the error of an acquire on a full semaphore whose context
+// ends with cause: a deadline when cause is context.DeadlineExceeded, else a
+// cancellation with that cause.
+func refusal(t *testing.T, cause error) error {
+	t.Helper()
+	full := semaphore.New(1)
+	require.NoError(t, full.Acquire(context.Background(), 1))
+	defer full.Release(1)
+	var ctx context.Context
+	var cancel func()
+	if cause == context.DeadlineExceeded {
+		ctx, cancel = context.WithTimeout(context.Background(), time.Millisecond)
+	} else {
+		var cancelCause context.CancelCauseFunc
+		ctx, cancelCause = context.WithCancelCause(context.Background())
+		cancelCause(cause)
+		cancel = func() {}
+	}
+	defer cancel()
+	err := full.Acquire(ctx, 1)
+	require.Error(t, err)
+	return err
+}
+
+func TestClassify_JudgesModuleErrorsByHowTheCallEnded(t *testing.T) {
+	sem := semaphore.New(1, semaphore.WithMaxWaiters(0))
+	require.NoError(t, sem.Acquire(context.Background(), 1))
+	queueFull := sem.Acquire(context.Background(), 1)
+	sem.Release(1)
+	sem.Break(errors.New("closing"))
+	broken := sem.Acquire(context.Background(), 1)
+	for _, tc := range []struct {
+		err  error
+		want adaptive.Verdict
+	}{
+		{nil, adaptive.Success},
+		{errors.New("not found"), adaptive.Success},
+		{context.DeadlineExceeded, adaptive.TimedOut},
+		{context.Canceled, adaptive.Ignore},
+		{queueFull, adaptive.Dropped},
+		{broken, adaptive.Ignore},
+		{refusal(t, semaphore.ErrBroken), adaptive.Ignore},
+		{refusal(t, semaphore.ErrQueueFull), adaptive.Ignore},
+		{refusal(t, context.DeadlineExceeded), adaptive.TimedOut},
+	} {
+		assert.Equal(t, tc.want, adaptive.Classify(tc.err), "%v", tc.err)
+	}
+}
+
+func TestDo_CountsATimeoutSoonerThanTheUsualRoundTripAsLateNotDropped(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		alg := &script{limit: 8}
 		l := adaptive.New(semaphore.New(8), alg, adaptive.WithWindow(1, 0, 0))
@@ -113,8 +166,13 @@ func TestDo_IgnoresTimeoutsSoonerThanTheUsualRoundTrip(t *testing.T) {
 			return context.DeadlineExceeded
 		})
 		assert.ErrorIs(t, err, context.DeadlineExceeded)
-		assert.Len(t, alg.samples, 1, "no sample: the call never had the time the backend usually takes")
+		require.Len(t, alg.samples, 2)
+		late := alg.samples[1]
+		assert.Equal(t, 1, late.Late, "late: the call never had the time the backend usually takes")
+		assert.Zero(t, late.Drops)
+		assert.Zero(t, late.RTT, "no round trip")
 		assert.Equal(t, uint64(1), l.Stats().Ignored)
+		assert.Zero(t, l.Stats().Dropped)
 	})
 }
 
@@ -122,7 +180,7 @@ func TestDo_UsesTheClassifierAndReleasesOnPanic(t *testing.T) {
 	alg := &script{limit: 1}
 	sem := semaphore.New(1)
 	l := adaptive.New(sem, alg, adaptive.WithWindow(1, 0, 0),
-		adaptive.WithClassifier(func(error) adaptive.Outcome { return adaptive.Dropped }))
+		adaptive.WithClassifier(func(error) adaptive.Verdict { return adaptive.Dropped }))
 	_ = l.Do(context.Background(), func(context.Context) error { return nil })
 	assert.Equal(t, 1, alg.samples[0].Drops)
 	assert.Panics(t, func() { _ = l.Do(context.Background(), func(context.Context) error { panic("x") }) })
@@ -143,22 +201,36 @@ func TestLimiter_GrantedCallAllocatesNothing(t *testing.T) {
 		defer c.Release()
 		c.Done(adaptive.Success)
 	}))
+	d := adaptive.New(semaphore.New(8), &script{limit: 8}) // weighted calls
+	assert.Zero(t, testing.AllocsPerRun(1000, func() { _ = d.DoN(ctx, 3, fn) }))
+	assert.Zero(t, testing.AllocsPerRun(1000, func() {
+		c, err := d.AcquireN(ctx, 2)
+		if err != nil {
+			panic(err)
+		}
+		c.Done(adaptive.TimedOut)
+	}))
 }
 
-func TestNewController_DrivesTheCountLimitAndTracksCalls(t *testing.T) {
-	ctrl := admission.New(admission.Resources{Count: 100, Memory: 1 << 20}, admission.WithName("reads"))
+func TestNew_DrivesAnyResizerAndAcquiresOnItsOwnSemaphore(t *testing.T) {
+	var sizes []int64
 	alg := &script{limit: 3, limits: []int{2}}
-	l := adaptive.NewController(ctrl, alg, adaptive.WithWindow(1, 0, 0))
-	assert.Equal(t, admission.Resources{Count: 3, Memory: 1 << 20}, ctrl.Stats().Limits)
-	p, err := ctrl.Acquire(context.Background(), "scan", 0)
-	require.NoError(t, err)
-	c := l.Track()
+	l := adaptive.New(adaptive.ResizeFunc(func(n int64) { sizes = append(sizes, n) }), alg, adaptive.WithWindow(1, 0, 0))
+	assert.Equal(t, []int64{3}, sizes, "resized to the initial limit at once")
+	c := l.Start(1, 0) // admitted by the target
 	assert.Equal(t, 1, l.InFlight())
 	c.Done(adaptive.Success)
-	p.Release()
-	assert.Equal(t, admission.Resources{Count: 2, Memory: 1 << 20}, ctrl.Stats().Limits)
-	assert.PanicsWithValue(t, "adaptive: Acquire on a Limiter that drives an admission.Controller; admit with the controller and measure with Track",
-		func() { _, _ = l.Acquire(context.Background()) })
+	assert.Equal(t, []int64{3, 2}, sizes)
+	a, err := l.Acquire(context.Background()) // every method works: the Limiter's own semaphore, at the same limit
+	require.NoError(t, err)
+	b, err := l.Acquire(context.Background())
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = l.Acquire(ctx)
+	require.Error(t, err, "the limit of 2 is reached")
+	a.Release()
+	b.Release()
 }
 
 func TestLimiter_ClampsAlgorithmAnswersToValidCapacities(t *testing.T) {
@@ -171,27 +243,27 @@ func TestLimiter_ClampsAlgorithmAnswersToValidCapacities(t *testing.T) {
 	assert.Equal(t, int64(semaphore.MaxUnits), sem.Capacity())
 }
 
-func TestTrack_MeasuresACallAdmittedElsewhereWithoutTouchingUnits(t *testing.T) {
+func TestStart_MeasuresACallAdmittedElsewhereWithoutTouchingUnits(t *testing.T) {
 	sem := semaphore.New(4)
 	alg := &script{limit: 4}
 	l := adaptive.New(sem, alg, adaptive.WithWindow(1, 0, 0))
 	require.NoError(t, sem.Acquire(context.Background(), 1)) // admitted by the semaphore directly
-	c := l.Track()
+	c := l.Start(1, 0)
 	assert.Equal(t, 1, l.InFlight())
 	c.Done(adaptive.Success)
 	assert.Len(t, alg.samples, 1)
 	assert.Equal(t, int64(3), sem.Available(), "the caller still holds its unit")
 	sem.Release(1)
-	c = l.Track()
+	c = l.Start(1, 0)
 	c.Release()
 	assert.Equal(t, int64(4), sem.Available())
 	assert.Zero(t, l.InFlight())
 }
 
-func TestDo_PanicsOnAClassifierAnswerThatIsNoOutcome(t *testing.T) {
+func TestDo_PanicsOnAClassifierAnswerThatIsNoVerdict(t *testing.T) {
 	sem := semaphore.New(1)
-	l := adaptive.New(sem, &script{limit: 1}, adaptive.WithClassifier(func(error) adaptive.Outcome { return 7 }))
-	assert.PanicsWithValue(t, "adaptive: the classifier returned Outcome(7), not an Outcome",
+	l := adaptive.New(sem, &script{limit: 1}, adaptive.WithClassifier(func(error) adaptive.Verdict { return 7 }))
+	assert.PanicsWithValue(t, "adaptive: the classifier returned Verdict(7), not a Verdict",
 		func() { _ = l.Do(context.Background(), func(context.Context) error { return nil }) })
 	assert.Equal(t, int64(1), sem.Available(), "the slot is given back")
 }

@@ -14,7 +14,7 @@ type config struct {
 	minSamples int           // a window closes with at least this many calls
 	minTime    time.Duration // and open at least clamp(2 x RTT, minTime, maxTime)
 	maxTime    time.Duration
-	classify   func(error) Outcome // Do's verdict
+	classify   func(error) Verdict // Do's verdict
 	onChange   func(old, new int)  // nil: none
 
 	standingTarget   time.Duration // WithStandingQueue; 0 off
@@ -22,7 +22,7 @@ type config struct {
 }
 
 func newConfig(opts []Option, name string) config {
-	c := config{name: name, minSamples: 10, maxTime: 20 * time.Millisecond, classify: defaultClassify}
+	c := config{name: name, minSamples: 10, maxTime: 20 * time.Millisecond, classify: Classify}
 	for _, o := range opts {
 		o(&c)
 	}
@@ -49,9 +49,10 @@ func WithWindow(minSamples int, minTime, maxTime time.Duration) Option {
 	return func(c *config) { c.minSamples, c.minTime, c.maxTime = minSamples, minTime, maxTime }
 }
 
-// WithClassifier sets how Do judges a call from fn's error. It panics if f is
-// nil.
-func WithClassifier(f func(err error) Outcome) Option {
+// WithClassifier sets how Do and DoN judge a call from fn's error; by default
+// Classify. A TimedOut verdict is judged further by Done (see TimedOut). It
+// panics if f is nil.
+func WithClassifier(f func(err error) Verdict) Option {
 	if f == nil {
 		panic("adaptive: WithClassifier(nil)")
 	}

@@ -12,9 +12,8 @@ import (
 
 func TestNew_PanicsOnNilAndInvalidOptions(t *testing.T) {
 	alg := &script{limit: 1}
-	assert.PanicsWithValue(t, "adaptive: New(nil semaphore)", func() { adaptive.New(nil, alg) })
-	assert.PanicsWithValue(t, "adaptive: nil Algorithm", func() { adaptive.New(semaphore.New(1), nil) })
-	assert.PanicsWithValue(t, "adaptive: NewController(nil controller)", func() { adaptive.NewController(nil, alg) })
+	assert.PanicsWithValue(t, "adaptive: New(nil Resizer)", func() { adaptive.New(nil, alg) })
+	assert.PanicsWithValue(t, "adaptive: New(nil Resizer)", func() { adaptive.New((*semaphore.Semaphore)(nil), alg) })
 	assert.Panics(t, func() { adaptive.WithWindow(0, 0, 0) })
 	assert.Panics(t, func() { adaptive.WithWindow(1, -1, 0) })
 	assert.Panics(t, func() { adaptive.WithWindow(1, 2, 1) })

@@ -2,10 +2,10 @@ package adaptive
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/fairsem/semaphore"
+	"github.com/fairsem/semaphore/internal/errs"
 )
 
 // WithStandingQueue fails queued callers once the wait queue stands, as CoDel
@@ -25,18 +25,19 @@ func WithStandingQueue(target, interval time.Duration) Option {
 	return func(c *config) { c.standingTarget, c.standingInterval = target, interval }
 }
 
-// acquireStanding is Acquire under WithStandingQueue.
-func (l *Limiter) acquireStanding(ctx context.Context) error {
-	if l.sem.TryAcquire(1) {
+// acquireStanding is AcquireN under WithStandingQueue.
+func (l *Limiter) acquireStanding(ctx context.Context, n int64) error {
+	if l.gate.TryAcquire(n) {
 		l.lastEmpty.Store(time.Now().UnixNano())
 		return nil
 	}
+	l.waited.Add(1)
 	start := time.Now()
-	if l.sem.Waiters() == 0 {
+	if l.gate.Waiters() == 0 {
 		l.lastEmpty.Store(start.UnixNano())
 	}
 	if !l.standing(start) {
-		err := l.sem.Acquire(ctx, 1)
+		err := l.gate.Acquire(ctx, n)
 		if err != nil {
 			return err
 		}
@@ -46,14 +47,16 @@ func (l *Limiter) acquireStanding(ctx context.Context) error {
 		}
 		// Granted, but late, in a queue that stood meanwhile: the call would
 		// most likely miss its own deadline at the backend. Hand the slot on.
-		l.sem.Release(1)
-		return l.shedError("granted after "+now.Sub(start).String(), semaphore.ErrTimedOut)
+		l.gate.Release(n)
+		return l.shedError(n, "granted after "+now.Sub(start).String())
 	}
 	wctx, cancel := context.WithTimeout(ctx, l.cfg.standingTarget)
-	err := l.sem.Acquire(wctx, 1)
+	err := l.gate.Acquire(wctx, n)
 	cancel()
 	if err != nil && ctx.Err() == nil {
-		return l.shedError("waited "+l.cfg.standingTarget.String(), err)
+		if o, _ := semaphore.OutcomeOf(err); o == semaphore.TimedOut {
+			return l.shedError(n, "waited "+l.cfg.standingTarget.String())
+		}
 	}
 	return err
 }
@@ -66,13 +69,14 @@ func (l *Limiter) standing(now time.Time) bool {
 	return now.UnixNano()-l.lastEmpty.Load() > int64(l.cfg.standingInterval)
 }
 
-// shedError counts a caller cut short and returns its error, which wraps
-// semaphore.ErrShed and gives cause's text. It does not match cause: a shed
-// call has one meaning, shed, however its wait ended.
-func (l *Limiter) shedError(what string, cause error) error {
+// shedError counts a caller cut short and returns its error: its outcome is
+// semaphore.Shed and it matches semaphore.ErrShed only, however its wait
+// ended.
+func (l *Limiter) shedError(n int64, what string) error {
 	l.mu.Lock()
 	l.shed++
 	l.mu.Unlock()
-	return fmt.Errorf("adaptive %q: acquire: %w: %s in a queue standing for over %v: %v",
-		l.cfg.name, semaphore.ErrShed, what, l.cfg.standingInterval, cause)
+	return &errs.Error{Subject: errs.Text(errs.Label("adaptive limiter", l.cfg.name, l)), Op: "acquire", N: n,
+		Why:     "shed: " + what + " in a queue standing for over " + l.cfg.standingInterval.String(),
+		Outcome: semaphore.Shed, Matches: []error{semaphore.ErrShed}}
 }

@@ -7,9 +7,10 @@ import "time"
 type Stats struct {
 	Name     string // from WithName
 	Limit    int    // as Limit
+	Estimate int    // the algorithm's estimate of the backend's capacity, in units (see Estimator); 0 unknown
 	InFlight int    // as InFlight
 
-	Granted    uint64    // calls granted (Acquire, Do, Track)
+	Granted    uint64    // calls granted (Acquire, Do, Start)
 	Succeeded  uint64    // calls ended as Success
 	Dropped    uint64    // calls ended as Dropped
 	Ignored    uint64    // calls ended without a sample (Ignore, Release)
@@ -27,6 +28,7 @@ func (l *Limiter) Stats() Stats {
 	return Stats{
 		Name:       l.cfg.name,
 		Limit:      int(l.limit.Load()),
+		Estimate:   int(l.estimate.Load()),
 		InFlight:   int(l.inFlight.Load()),
 		Granted:    l.granted.Load(),
 		Succeeded:  l.succeeded,

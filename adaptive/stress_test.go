@@ -15,16 +15,30 @@ import (
 	"github.com/fairsem/semaphore/adaptive"
 )
 
-// TestLimiter_StressKeepsAccountingUnderTimeoutsCancellationsAndOutcomes runs
-// callers with deadlines, cancellations, all three verdicts, panics in Do and
-// other users of the semaphore taking weighted units, while the limit moves
-// between its bounds, and checks that the limit stayed in bounds, that every
-// granted call was ended once, and that all units came back.
-func TestLimiter_StressKeepsAccountingUnderTimeoutsCancellationsAndOutcomes(t *testing.T) {
+// TestLimiter_StressKeepsAccountingUnderTimeoutsCancellationsAndVerdicts runs
+// callers with deadlines, cancellations, every verdict, weighted calls, calls
+// admitted elsewhere (Start), panics in Do and other users of the semaphore
+// taking weighted units, while the limit moves between its bounds, and checks
+// that the limit stayed in bounds, that every granted call was ended once, and
+// that all units came back.
+func TestLimiter_StressKeepsAccountingUnderTimeoutsCancellationsAndVerdicts(t *testing.T) {
 	const lo, hi = 2, 12
+	for name, alg := range map[string]func() adaptive.Algorithm{
+		"AIMD": func() adaptive.Algorithm {
+			return adaptive.NewAIMD(adaptive.AIMDConfig{InitialLimit: 6, MinLimit: lo, MaxLimit: hi, BackoffRatio: 0.5})
+		},
+		"Capacity": func() adaptive.Algorithm {
+			return adaptive.NewCapacity(adaptive.CapacityConfig{InitialLimit: 6, MinLimit: lo, MaxLimit: hi})
+		},
+	} {
+		t.Run(name, func(t *testing.T) { stress(t, alg(), lo, hi) })
+	}
+}
+
+func stress(t *testing.T, alg adaptive.Algorithm, lo, hi int) {
 	sem := semaphore.New(1, semaphore.WithName("stress"))
 	var outOfBounds atomic.Int64
-	l := adaptive.New(sem, adaptive.NewAIMD(adaptive.AIMDConfig{InitialLimit: 6, MinLimit: lo, MaxLimit: hi, BackoffRatio: 0.5}),
+	l := adaptive.New(sem, alg,
 		adaptive.WithWindow(3, 0, time.Millisecond), adaptive.WithStandingQueue(200*time.Microsecond, time.Millisecond),
 		adaptive.WithOnChange(func(_, n int) {
 			if n < lo || n > hi {
@@ -43,7 +57,7 @@ func TestLimiter_StressKeepsAccountingUnderTimeoutsCancellationsAndOutcomes(t *t
 				if r.IntN(5) == 0 {
 					cancel()
 				}
-				switch r.IntN(4) {
+				switch r.IntN(5) {
 				case 0: // a weighted user of the same semaphore, outside the limiter
 					if n := int64(1 + r.IntN(2)); sem.Acquire(ctx, n) == nil {
 						sem.Release(n)
@@ -63,13 +77,18 @@ func TestLimiter_StressKeepsAccountingUnderTimeoutsCancellationsAndOutcomes(t *t
 							}
 						})
 					}()
+				case 2: // a call admitted elsewhere, measured
+					if sem.Acquire(ctx, 1) == nil {
+						l.Start(1, time.Duration(r.IntN(2))).Done(adaptive.Verdict(r.IntN(4)))
+						sem.Release(1)
+					}
 				default:
-					c, err := l.Acquire(ctx)
+					c, err := l.AcquireN(ctx, int64(1+r.IntN(lo)))
 					if err != nil {
 						break
 					}
 					ended.Add(1)
-					if o := adaptive.Outcome(r.IntN(4)); o <= adaptive.Ignore {
+					if o := adaptive.Verdict(r.IntN(5)); o <= adaptive.TimedOut {
 						c.Done(o)
 					}
 					c.Release()

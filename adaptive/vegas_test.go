@@ -40,3 +40,12 @@ func TestVegas_RespectsBounds(t *testing.T) {
 	}
 	assert.Equal(t, 3, v.Limit())
 }
+
+// With the estimated queue exactly at Threshold x L, the limit grows fast (by
+// Beta x L), as at any queue up to the threshold.
+func TestVegas_GrowsByBetaWhileTheQueueIsAtMostTheThreshold(t *testing.T) {
+	v := adaptive.NewVegas(adaptive.VegasConfig{InitialLimit: 20, ProbeMultiplier: -1})
+	v.Update(adaptive.Sample{RTT: 100 * time.Millisecond, InFlight: 20, Count: 10}) // the no-load RTT
+	// queue = ceil(20 x (1 - 100/104)) = 1 = Threshold x L, with L = 1.
+	assert.Equal(t, 26, v.Update(adaptive.Sample{RTT: 104 * time.Millisecond, InFlight: 20, Count: 10}))
+}

@@ -8,8 +8,8 @@ import (
 
 // Adaptive returns a Limiter that admits a call once l grants it a slot under
 // its current limit (FIFO, in the wait list of l's semaphore), and ends the
-// slot with the call's Outcome as l's verdict: Success, Dropped (the call ran
-// out of time or the backend was overloaded: DeadlineExceeded,
+// slot with the call's verdict: Success, TimedOut (DeadlineExceeded, judged
+// by l as every timeout is), Dropped (the backend was overloaded:
 // ResourceExhausted, Unavailable) or Ignore (cancelled, or the handler
 // panicked), from which l learns its limit.
 //
@@ -34,4 +34,4 @@ func (a adaptiveLimiter) Admit(ctx context.Context, _ Call) (Token, error) {
 // callToken ends its adaptive call with the call's outcome as the verdict.
 type callToken struct{ c *adaptive.Call }
 
-func (t callToken) Done(o adaptive.Outcome) { t.c.Done(o) }
+func (t callToken) Done(o adaptive.Verdict) { t.c.Done(o) }

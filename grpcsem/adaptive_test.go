@@ -3,6 +3,8 @@ package grpcsem_test
 import (
 	"context"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -15,13 +17,13 @@ import (
 	"github.com/fairsem/semaphore/grpcsem/internal/echo"
 )
 
-// Each Outcome reaches the adaptive limiter as the matching verdict, and every
+// Each Verdict reaches the adaptive limiter as is, and every
 // call gives its slot back.
-func TestAdaptive_GivesTheCallsOutcomeAsTheVerdict(t *testing.T) {
+func TestAdaptive_GivesTheCallsVerdictToTheLimiter(t *testing.T) {
 	sem := semaphore.New(1)
 	l := adaptive.New(sem, adaptive.NewAIMD(adaptive.AIMDConfig{InitialLimit: 4, MinLimit: 4, MaxLimit: 4}))
 	lim := grpcsem.Adaptive(l)
-	for _, o := range []adaptive.Outcome{adaptive.Success, adaptive.Dropped, adaptive.Ignore} {
+	for _, o := range []adaptive.Verdict{adaptive.Success, adaptive.Dropped, adaptive.Ignore} {
 		tok, err := lim.Admit(t.Context(), grpcsem.Call{FullMethod: "/s/M"})
 		require.NoError(t, err)
 		assert.Equal(t, 1, l.InFlight())
@@ -71,4 +73,25 @@ func TestAdaptive_ServerInterceptorTeachesTheLimiterFromEachCall(t *testing.T) {
 			assert.Equal(t, 0, st.InFlight)
 		})
 	}
+}
+
+// A deadline is TimedOut, which the limiter judges as it judges every
+// timeout: one sooner than the usual round trip is no drop, a later one is.
+func TestAdaptive_JudgesADeadlineAsTheLimiterJudgesEveryTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := adaptive.New(semaphore.New(4), adaptive.NewAIMD(adaptive.AIMDConfig{InitialLimit: 4, MinLimit: 4, MaxLimit: 4}),
+			adaptive.WithWindow(1, 0, 0))
+		lim := grpcsem.Adaptive(l)
+		call := func(d time.Duration, v adaptive.Verdict) {
+			tok, err := lim.Admit(context.Background(), grpcsem.Call{FullMethod: "/s/M"})
+			require.NoError(t, err)
+			time.Sleep(d)
+			tok.Done(v)
+		}
+		call(100*time.Millisecond, adaptive.Success) // the usual round trip: 100ms
+		call(10*time.Millisecond, adaptive.TimedOut)
+		assert.Equal(t, uint64(0), l.Stats().Dropped, "sooner than the usual round trip: late, not dropped")
+		call(time.Second, adaptive.TimedOut)
+		assert.Equal(t, uint64(1), l.Stats().Dropped)
+	})
 }

@@ -46,7 +46,7 @@ func (l admLimiter) Admit(ctx context.Context, call Call) (Token, error) {
 // permitToken releases its permit when the call ends.
 type permitToken struct{ p *admission.Permit }
 
-func (t permitToken) Done(adaptive.Outcome) { t.p.Release() }
+func (t permitToken) Done(adaptive.Verdict) { t.p.Release() }
 
 // PermitFrom returns the admission permit of the call whose context ctx is,
 // when it was admitted by an Admission limiter (or one wrapping it, see

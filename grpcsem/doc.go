@@ -74,16 +74,17 @@
 // included: it is one call to the limiter, though each attempt is a new call
 // to the server.
 //
-// # Outcomes, and the adaptive limiter
+// # Verdicts, and the adaptive limiter
 //
-// A Token ends with the call's outcome, an adaptive.Outcome (the module's one
-// vocabulary for a call's verdict), for limiters that learn from it: nil
-// is Success, and so is an application's error; DeadlineExceeded,
-// ResourceExhausted and Unavailable are Dropped; Canceled and a panic are
-// Ignore. Semaphore and Admission ignore it.
+// A Token ends with the call's verdict, an adaptive.Verdict, for limiters
+// that learn from it: nil is Success, and so is an application's error;
+// DeadlineExceeded is TimedOut (which the adaptive limiter judges as it
+// judges every timeout, see adaptive.TimedOut); ResourceExhausted and
+// Unavailable are Dropped; Canceled and a panic are Ignore. Semaphore and
+// Admission ignore it.
 //
 // Adaptive(l) admits through an adaptive limiter (package adaptive), the
-// third adapter: the call's Outcome is the limiter's verdict, from which it
+// third adapter: the call's verdict goes to the limiter, from which it
 // learns its limit, and its refusals wrap the core's sentinels like the
 // others', so the table above applies unchanged.
 //

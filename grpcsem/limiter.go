@@ -28,7 +28,7 @@ type Limiter interface {
 // around the inner one should give that Token an Unwrap() Token method, so
 // that UnitsFrom and PermitFrom still find what the inner Token holds.
 type Token interface {
-	Done(adaptive.Outcome)
+	Done(adaptive.Verdict)
 }
 
 // tokenAs returns the first Token of type T in tok's chain of Unwrap methods.

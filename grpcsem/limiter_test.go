@@ -12,11 +12,12 @@ import (
 	"github.com/fairsem/semaphore/grpcsem"
 )
 
-func TestOutcome_StringNamesIt(t *testing.T) {
+func TestVerdict_StringNamesIt(t *testing.T) {
 	assert.Equal(t, "success", adaptive.Success.String())
 	assert.Equal(t, "dropped", adaptive.Dropped.String())
 	assert.Equal(t, "ignore", adaptive.Ignore.String())
-	assert.Equal(t, "Outcome(7)", adaptive.Outcome(7).String())
+	assert.Equal(t, "timed out", adaptive.TimedOut.String())
+	assert.Equal(t, "Verdict(7)", adaptive.Verdict(7).String())
 }
 
 func TestTokenFrom_NilOutsideAnAdmittedCall(t *testing.T) {

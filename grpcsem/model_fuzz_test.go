@@ -35,7 +35,7 @@ type modelCall struct {
 	err      error
 	panicked bool
 	trailer  metadata.MD
-	outcome  adaptive.Outcome
+	outcome  adaptive.Verdict
 	outcomes int // how many times the token was ended
 	units    int64
 
@@ -43,7 +43,7 @@ type modelCall struct {
 	state    string // "waiting", "running", "done"
 	code     codes.Code
 	pushback string // "": none; "jitter": one value around 100ms; else exactly this
-	want     adaptive.Outcome
+	want     adaptive.Verdict
 	admitted bool
 }
 
@@ -113,7 +113,7 @@ func FuzzInterceptorModel(f *testing.F) {
 					run(m)
 				}
 			}
-			end := func(m *modelCall, code codes.Code, want adaptive.Outcome) {
+			end := func(m *modelCall, code codes.Code, want adaptive.Verdict) {
 				m.state, m.code, m.want = "done", code, want
 				if !broken {
 					free += m.weight
@@ -377,7 +377,7 @@ type recordingToken struct {
 
 func (t recordingToken) Unwrap() grpcsem.Token { return t.Token }
 
-func (t recordingToken) Done(o adaptive.Outcome) {
+func (t recordingToken) Done(o adaptive.Verdict) {
 	t.m.outcome = o
 	t.m.outcomes++
 	t.Token.Done(o)

@@ -47,7 +47,7 @@ func (l semLimiter) Admit(ctx context.Context, call Call) (Token, error) {
 // so storing it in a Token allocates nothing.
 type unitsToken struct{ u *semaphore.Units }
 
-func (t unitsToken) Done(adaptive.Outcome) { t.u.Release() }
+func (t unitsToken) Done(adaptive.Verdict) { t.u.Release() }
 
 // UnitsFrom returns the units held by the call whose context ctx is, when it
 // was admitted by a Semaphore limiter (or one wrapping it, see Token), or nil. The handler may give some back

@@ -78,8 +78,9 @@ func (c *config) pushbackValue() string {
 func pushbackTrailer(value string) metadata.MD { return metadata.Pairs(PushbackKey, value) }
 
 // outcome classifies how an admitted call ended, from its error; panicked
-// calls never get here (they are Ignore).
-func outcome(err error) adaptive.Outcome {
+// calls never get here (they are Ignore). A deadline is TimedOut, which the
+// adaptive limiter's Done judges as it judges every timeout.
+func outcome(err error) adaptive.Verdict {
 	if err == nil {
 		return adaptive.Success
 	}
@@ -87,12 +88,14 @@ func outcome(err error) adaptive.Outcome {
 		return adaptive.Ignore
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
-		return adaptive.Dropped
+		return adaptive.TimedOut
 	}
 	switch status.Code(err) {
 	case codes.Canceled:
 		return adaptive.Ignore
-	case codes.DeadlineExceeded, codes.ResourceExhausted, codes.Unavailable:
+	case codes.DeadlineExceeded:
+		return adaptive.TimedOut
+	case codes.ResourceExhausted, codes.Unavailable:
 		return adaptive.Dropped
 	}
 	return adaptive.Success

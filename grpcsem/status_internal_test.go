@@ -89,18 +89,18 @@ func TestPushbackValue_IsJitteredAroundTheBaseInMilliseconds(t *testing.T) {
 	assert.Equal(t, "0", tiny.pushbackValue(), "below a millisecond: retry at once")
 }
 
-func TestOutcome_FollowsTheCallsError(t *testing.T) {
+func TestVerdict_FollowsTheCallsError(t *testing.T) {
 	rows := []struct {
 		err  error
-		want adaptive.Outcome
+		want adaptive.Verdict
 	}{
 		{nil, adaptive.Success},
 		{status.Error(codes.NotFound, "app error"), adaptive.Success},
 		{errors.New("plain"), adaptive.Success},
 		{status.Error(codes.Canceled, ""), adaptive.Ignore},
 		{context.Canceled, adaptive.Ignore},
-		{fmt.Errorf("w: %w", context.DeadlineExceeded), adaptive.Dropped},
-		{status.Error(codes.DeadlineExceeded, ""), adaptive.Dropped},
+		{fmt.Errorf("w: %w", context.DeadlineExceeded), adaptive.TimedOut},
+		{status.Error(codes.DeadlineExceeded, ""), adaptive.TimedOut},
 		{status.Error(codes.ResourceExhausted, ""), adaptive.Dropped},
 		{status.Error(codes.Unavailable, ""), adaptive.Dropped},
 	}

@@ -1,8 +1,6 @@
 package httpsem
 
 import (
-	"context"
-	"errors"
 	"net/http"
 
 	"github.com/fairsem/semaphore/adaptive"
@@ -17,16 +15,16 @@ import (
 // broken.
 //
 // The verdict on a request that ran: Dropped (overload) when the handler
-// answered a status that WithDropped's function accepts (by default any 5xx)
-// or when the request's deadline passed; Ignore when the client went away
-// (the request's context was cancelled) or the handler panicked; Success
+// answered a status that WithDropped's function accepts (by default any 5xx);
+// else TimedOut when the request's deadline passed (which l judges as it
+// judges every timeout, see adaptive.TimedOut); Ignore when the client went
+// away (the request's context was cancelled) or the handler panicked; Success
 // otherwise. The status is read through a wrapper of the ResponseWriter; the
 // handler reaches the original's optional interfaces (Flusher, Hijacker)
 // through http.ResponseController.
 //
-// Adaptive panics if l is nil, if l drives an admission.Controller (see
-// adaptive.NewController), or if an option applies only to Limit's weights or
-// to Admit.
+// Adaptive panics if l is nil, or if an option applies only to Limit's
+// weights or to Admit.
 func Adaptive(l *adaptive.Limiter, opts ...Option) func(http.Handler) http.Handler {
 	if l == nil {
 		panic("httpsem: Adaptive(nil)")
@@ -55,14 +53,11 @@ func Adaptive(l *adaptive.Limiter, opts ...Option) func(http.Handler) http.Handl
 			if status == 0 {
 				status = http.StatusOK
 			}
-			switch err := r.Context().Err(); {
-			case errors.Is(err, context.DeadlineExceeded) || dropped(status):
-				call.Done(adaptive.Dropped)
-			case err != nil:
-				call.Done(adaptive.Ignore)
-			default:
-				call.Done(adaptive.Success)
+			v := adaptive.Classify(r.Context().Err())
+			if dropped(status) {
+				v = adaptive.Dropped
 			}
+			call.Done(v)
 		})
 	}
 }

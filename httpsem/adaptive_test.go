@@ -126,3 +126,30 @@ func TestAdaptive_LetsHandlersReachTheResponseController(t *testing.T) {
 	httpsem.Adaptive(l)(h).ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
 	assert.True(t, rec.Flushed)
 }
+
+// The limiter judges a request's deadline as it judges every timeout (see
+// adaptive.TimedOut): one that passes sooner than the usual round trip tells
+// of a long wait, not of a slow backend, and is no drop; a later one is.
+func TestAdaptive_JudgesADeadlineAsTheLimiterJudgesEveryTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l, _ := newAdaptive(t, 4)
+		serve := func(deadline, work time.Duration) {
+			ctx, cancel := context.WithTimeout(context.Background(), deadline)
+			defer cancel()
+			h := http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+				select {
+				case <-time.After(work):
+				case <-r.Context().Done():
+				}
+			})
+			httpsem.Adaptive(l)(h).ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/", nil).WithContext(ctx))
+		}
+		serve(time.Hour, 100*time.Millisecond) // the usual round trip: 100ms
+		serve(10*time.Millisecond, time.Hour)  // timed out after 10ms
+		st := l.Stats()
+		assert.Equal(t, uint64(0), st.Dropped, "sooner than the usual round trip: late, not dropped")
+		assert.Equal(t, uint64(1), st.Ignored)
+		serve(time.Second, time.Hour) // timed out after 1s
+		assert.Equal(t, uint64(1), l.Stats().Dropped)
+	})
+}

@@ -5,7 +5,6 @@ import (
 	"image/color"
 	"math"
 	"os"
-	"slices"
 	"strconv"
 	"time"
 
@@ -18,153 +17,88 @@ import (
 )
 
 // Colors of the Okabe–Ito palette, told apart also with a colour vision
-// deficiency; the references are grey.
+// deficiency; the capacity is grey.
 var (
-	palette = []color.Color{
-		color.RGBA{0x00, 0x72, 0xb2, 0xff}, // blue
-		color.RGBA{0xd5, 0x5e, 0x00, 0xff}, // vermilion
-		color.RGBA{0x00, 0x9e, 0x73, 0xff}, // bluish green
-		color.RGBA{0xcc, 0x79, 0xa7, 0xff}, // reddish purple
-		color.RGBA{0xe6, 0x9f, 0x00, 0xff}, // orange
-	}
-	grey = color.Gray{0xaa} // light, so that a strategy's line drawn over it stays visible
+	limitColor    = color.RGBA{0x00, 0x72, 0xb2, 0xff} // blue
+	inFlightColor = color.RGBA{0xe6, 0x9f, 0x00, 0xff} // orange
+	grey          = color.Gray{0xaa}                   // light, so that a line drawn over it stays visible
 )
 
-// row is one row of the chart: strategies drawn together.
-type row struct {
-	title string
-	idx   []int // into the strategies
-}
+// chartCols is the number of panels per row.
+const chartCols = 4
 
-// rows groups the strategies of one family on a row, in their order: the
-// static limits with FIFO waiting, those with the standing-queue policy, each
-// of our algorithms with both, failsafe-go's two.
-func rows(all []namedStrategy) []row {
-	var out []row
-	at := map[string]int{}
-	for i, s := range all {
-		title := s.family
-		k, ok := at[title]
-		if !ok {
-			k = len(out)
-			at[title] = k
-			out = append(out, row{title: title})
-		}
-		out[k].idx = append(out[k].idx, i)
+// chart writes to path, as a PNG, one panel per strategy (small multiples, on
+// one scale): its limit and the requests in flight at the backend, sampled
+// every 100ms, over the backend's capacity, in the first run. Values above the
+// scale are drawn at its top.
+func chart(path string, all []namedStrategy, rs []result, ld load, clock string) error {
+	if len(all) == 0 {
+		return fmt.Errorf("chart: no strategy to draw")
 	}
-	return out
-}
-
-// chart writes to path, as a PNG, every strategy's limit (left, with the
-// backend's capacity) and p99 latency of the requests served in each 100ms
-// (right, with the backend's base latency and the deadline) over the first
-// run, one row per family of strategies.
-func chart(path string, all []namedStrategy, rs []result, phaseLen time.Duration) error {
 	plot.DefaultFont = font.Font{Typeface: "Liberation", Variant: "Sans"}
-	total := phaseLen * time.Duration(len(phases))
+	total := ld.phaseLen * time.Duration(len(phases))
 	var ticks plot.ConstantTicks // at the phase boundaries, where the grid's vertical lines fall
 	for p := 0; p <= len(phases); p++ {
-		s := (phaseLen * time.Duration(p)).Seconds()
+		s := (ld.phaseLen * time.Duration(p)).Seconds()
 		ticks = append(ticks, plot.Tick{Value: s, Label: strconv.FormatFloat(s, 'f', -1, 64)})
 	}
-	msTicks, msMax := yTicks(ms(*deadline))
-
-	var plots [][]*plot.Plot
-	var legends []plot.Legend
-	for ri, r := range rows(all) {
-		lim, lat := plot.New(), plot.New()
-		for _, p := range []*plot.Plot{lim, lat} {
-			p.X.Min, p.X.Max = 0, total.Seconds()
-			p.X.Tick.Marker = ticks
-			p.X.Label.Text = "time (s, simulated)"
-			p.Add(plotter.NewGrid())
-		}
-		lim.Title.Text = r.title + ": limit"
-		lim.Y.Label.Text = "limit (calls in flight)"
-		lim.Y.Min = 0
-		lat.Title.Text = r.title + ": p99 latency of the requests served"
-		lat.Y.Label.Text = "p99 per 100ms (ms)"
-		lat.Y.Tick.Marker = msTicks
-		lat.Y.Min, lat.Y.Max = 0, msMax
-
-		leg := plot.NewLegend()
-		leg.Top, leg.Left = true, true
-		leg.ThumbnailWidth = vg.Points(28)
-		capacity := step(phaseLen, func(p phase) float64 { return float64(p.capacity) })
-		capacity.LineStyle = draw.LineStyle{Color: grey, Width: vg.Points(4)}
-		base := step(phaseLen, func(p phase) float64 { return ms(p.base) })
-		base.LineStyle = capacity.LineStyle
-		dl := line(plotter.XYs{{X: 0, Y: ms(*deadline)}, {X: total.Seconds(), Y: ms(*deadline)}})
-		dl.LineStyle = draw.LineStyle{Color: grey, Width: vg.Points(2), Dashes: []vg.Length{vg.Points(2), vg.Points(3)}}
-		lim.Add(capacity)
-		lat.Add(base, dl)
-
-		maxLimit := 0
-		for j, i := range r.idx {
-			sty := draw.LineStyle{Color: palette[j%len(palette)], Width: vg.Points(2)}
-			if len(r.idx) > 2 { // thinner, where up to five noisy lines cross
-				sty.Width = vg.Points(1.25)
-			}
-			if len(r.idx) == 2 && j == 0 { // FIFO against +codel, or failsafe-go's defaults against tuned
-				sty.Dashes = []vg.Length{vg.Points(7), vg.Points(3)}
-			}
-			pts := make(plotter.XYs, len(rs[i].limits))
-			for k, l := range rs[i].limits { // sampled at the end of bucket k
-				pts[k] = plotter.XY{X: (time.Duration(k+1) * bucket).Seconds(), Y: float64(l)}
-				maxLimit = max(maxLimit, l)
-			}
-			l := line(pts)
-			l.LineStyle = sty
-			lim.Add(l)
-			for _, seg := range p99Segments(rs[i].p99, msMax) {
-				s := line(seg)
-				s.LineStyle = sty
-				lat.Add(s)
-			}
-			leg.Add(all[i].name, l)
-		}
-		lim.Y.Tick.Marker, lim.Y.Max = yTicks(float64(max(maxLimit, int(slices.Max(staticLimits))))) // no row below the static ones
-		if ri == 0 {
-			leg.Add("backend capacity (left)", capacity)
-			leg.Add("base latency (right)", base)
-			leg.Add("deadline (right)", dl)
-		}
-		plots = append(plots, []*plot.Plot{lim, lat})
-		legends = append(legends, leg)
+	top := 0
+	for _, p := range phases {
+		top = max(top, p.capacity)
 	}
-	if len(plots) == 0 {
-		return fmt.Errorf("chart: no strategy to draw")
+	yt, ymax := yTicks(2.5 * float64(top))
+
+	leg := plot.NewLegend()
+	leg.ThumbnailWidth = vg.Points(24)
+	var panels []*plot.Plot
+	for i, s := range all {
+		p := plot.New()
+		p.Title.Text = s.name
+		p.X.Min, p.X.Max = 0, total.Seconds()
+		p.X.Tick.Marker = ticks
+		p.Y.Min, p.Y.Max = 0, ymax
+		p.Y.Tick.Marker = yt
+		p.Add(plotter.NewGrid())
+		capacity := step(ld.phaseLen, func(p phase) float64 { return float64(p.capacity) })
+		capacity.LineStyle = draw.LineStyle{Color: grey, Width: vg.Points(4)}
+		inFlight := series(rs[i].inFlight, ymax)
+		inFlight.LineStyle = draw.LineStyle{Color: inFlightColor, Width: vg.Points(1)}
+		limit := series(rs[i].limits, ymax)
+		limit.LineStyle = draw.LineStyle{Color: limitColor, Width: vg.Points(1.75)}
+		p.Add(capacity, inFlight, limit)
+		if i == 0 {
+			leg.Add("limit", limit)
+			leg.Add("requests in flight at the backend", inFlight)
+			leg.Add("backend capacity", capacity)
+		}
+		panels = append(panels, p)
 	}
 
 	const dpi = 96
-	width := 13 * vg.Inch
-	rowHeight, header, legendWidth := 2.6*vg.Inch, 0.85*vg.Inch, 2.4*vg.Inch
-	img := vgimg.NewWith(vgimg.UseWH(width, rowHeight*vg.Length(len(plots))+header), vgimg.UseDPI(dpi),
+	rows := (len(panels) + chartCols - 1) / chartCols
+	width := 16 * vg.Inch
+	rowHeight, header, legendWidth := 2.3*vg.Inch, 0.95*vg.Inch, 3.2*vg.Inch
+	img := vgimg.NewWith(vgimg.UseWH(width, rowHeight*vg.Length(rows)+header), vgimg.UseDPI(dpi),
 		vgimg.UseBackgroundColor(color.White))
 	dc := draw.New(img)
-
 	title := draw.TextStyle{Color: color.Black, Font: font.From(plot.DefaultFont, 15), Handler: plot.DefaultTextHandler}
 	sub := title
 	sub.Font = font.From(plot.DefaultFont, 11)
 	dc.FillText(title, vg.Point{X: vg.Points(12), Y: dc.Max.Y - vg.Points(22)},
-		"Limit and p99 latency over time, per strategy (first run, simulated time)")
+		fmt.Sprintf("Limit and requests in flight at the backend against its capacity, per strategy (first run, %s)", clock))
 	dc.FillText(sub, vg.Point{X: vg.Points(12), Y: dc.Max.Y - vg.Points(40)}, fmt.Sprintf(
-		"Backend capacity %v calls, base latency %v per phase of %v; %.0f arrivals/s (Poisson); deadline %v.",
-		caps(), bases(), phaseLen, *rate, *deadline))
-	dc.FillText(sub, vg.Point{X: vg.Points(12), Y: dc.Max.Y - vg.Points(55)},
-		"p99: of the latencies, from arrival, of the requests served in each 100ms; a gap is 100ms in which none was. The grid's vertical lines are the phase boundaries.")
-
-	body := draw.Crop(dc, 0, -legendWidth, 0, -header)
-	tiles := draw.Tiles{Rows: len(plots), Cols: 2, PadX: vg.Points(18), PadY: vg.Points(14),
-		PadLeft: vg.Points(6), PadBottom: vg.Points(6)}
-	for j, r := range plots {
-		for i, p := range r {
-			p.Draw(tiles.At(body, i, j))
-		}
-		c := tiles.At(body, 1, j)
-		c.Min.X, c.Max.X = c.Max.X+vg.Points(14), dc.Max.X
-		c.Max.Y -= vg.Points(18) // below the panels' titles
-		legends[j].Draw(c)
+		"Capacity %v at base latency %v per phase of %v (the grid's vertical lines; time in seconds); load %v of each phase's capacity.",
+		caps(), bases(), ld.phaseLen, loads()))
+	dc.FillText(sub, vg.Point{X: vg.Points(12), Y: dc.Max.Y - vg.Points(55)}, fmt.Sprintf(
+		"Deadline %v, queue budget %v. Sampled every 100ms; values above %.0f are drawn at %.0f.", ld.deadline, ld.queueBudget, ymax, ymax))
+	legArea := draw.Crop(dc, dc.Max.X-dc.Min.X-legendWidth, 0, dc.Max.Y-dc.Min.Y-header+vg.Points(8), -vg.Points(8))
+	leg.Top, leg.Left = true, true
+	leg.Draw(legArea)
+	body := draw.Crop(dc, 0, 0, 0, -header)
+	tiles := draw.Tiles{Rows: rows, Cols: chartCols, PadX: vg.Points(14), PadY: vg.Points(12),
+		PadLeft: vg.Points(6), PadRight: vg.Points(6), PadBottom: vg.Points(6)}
+	for i, p := range panels {
+		p.Draw(tiles.At(body, i%chartCols, i/chartCols))
 	}
 
 	f, err := os.Create(path)
@@ -179,8 +113,7 @@ func chart(path string, all []namedStrategy, rs []result, phaseLen time.Duration
 }
 
 // yTicks returns labelled ticks from 0 to at least top, at most 6 of them a
-// round step apart, and the axis' maximum: a tenth above the last tick, so
-// that its label, as the data, stays inside the panel in every panel alike.
+// round step apart, and the axis' maximum: the last tick.
 func yTicks(top float64) (plot.ConstantTicks, float64) {
 	step := 1.0
 	for i := 0; top/step > 5; i++ {
@@ -191,7 +124,7 @@ func yTicks(top float64) (plot.ConstantTicks, float64) {
 	for v := 0.0; v <= last; v += step {
 		t = append(t, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'f', -1, 64)})
 	}
-	return t, last * 1.1
+	return t, last
 }
 
 // line is a line through pts, which are finite by construction.
@@ -201,6 +134,16 @@ func line(pts plotter.XYs) *plotter.Line {
 		panic(fmt.Sprintf("chart: line through %v: %v", pts, err))
 	}
 	return l
+}
+
+// series is a per-bucket series, each value at its bucket's end, clipped at
+// top.
+func series(v []int, top float64) *plotter.Line {
+	pts := make(plotter.XYs, len(v))
+	for k, x := range v {
+		pts[k] = plotter.XY{X: (time.Duration(k+1) * bucket).Seconds(), Y: min(float64(x), top)}
+	}
+	return line(pts)
 }
 
 // step is the staircase of a phase's value over the run.
@@ -213,25 +156,26 @@ func step(phaseLen time.Duration, v func(phase) float64) *plotter.Line {
 	return line(pts)
 }
 
-// p99Segments returns the p99 per bucket, at the bucket's middle, in runs of
-// buckets where something was served; values above top (ms) are drawn at top.
-func p99Segments(p99 []time.Duration, top float64) []plotter.XYs {
-	var out []plotter.XYs
-	var cur plotter.XYs
-	for k, d := range p99 {
-		if d == 0 {
-			if len(cur) > 0 {
-				out = append(out, cur)
-			}
-			cur = nil
-			continue
-		}
-		cur = append(cur, plotter.XY{X: (time.Duration(k)*bucket + bucket/2).Seconds(), Y: min(ms(d), top)})
+func caps() []int {
+	var c []int
+	for _, p := range phases {
+		c = append(c, p.capacity)
 	}
-	if len(cur) > 0 {
-		out = append(out, cur)
-	}
-	return out
+	return c
 }
 
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+func bases() []time.Duration {
+	var b []time.Duration
+	for _, p := range phases {
+		b = append(b, p.base)
+	}
+	return b
+}
+
+func loads() []float64 {
+	var l []float64
+	for _, p := range phases {
+		l = append(l, p.load)
+	}
+	return l
+}

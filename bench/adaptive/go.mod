@@ -4,7 +4,9 @@ go 1.25
 
 require (
 	github.com/failsafe-go/failsafe-go v0.9.8
-	github.com/fairsem/semaphore v0.0.0
+	github.com/fairsem/semaphore v0.1.0
+	github.com/stretchr/testify v1.12.1
+	go.uber.org/goleak v1.3.0
 	gonum.org/v1/plot v0.17.0
 )
 
@@ -17,6 +19,7 @@ require (
 	github.com/bits-and-blooms/bitset v1.24.4 // indirect
 	github.com/golang/freetype v0.0.0-20170609003504-e2365dfdc4a0 // indirect
 	github.com/influxdata/tdigest v0.0.1 // indirect
+	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/image v0.30.0 // indirect
 	golang.org/x/text v0.28.0 // indirect
 )

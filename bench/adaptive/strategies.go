@@ -2,7 +2,7 @@ package main
 
 import (
 	"context"
-	"errors"
+	"strconv"
 	"time"
 
 	"github.com/failsafe-go/failsafe-go/adaptivelimiter"
@@ -11,139 +11,113 @@ import (
 	"github.com/fairsem/semaphore/adaptive"
 )
 
-// A strategy admits requests to a backend. do runs fn once admitted and
-// reports whether it was admitted.
+// A strategy admits requests to a backend. do waits for admission as long as
+// queue allows, then calls call with ctx (the request's deadline), and tells
+// how the request ended.
 type strategy interface {
-	do(ctx context.Context, fn func(context.Context) error) (admitted bool, err error)
+	do(ctx, queue context.Context, call func(context.Context) error) ending
 	limit() int
 }
 
-// static is a fixed limit: a core semaphore, strict FIFO, waiting up to the
-// request's deadline.
+// A namedStrategy is one contestant: make returns a fresh one for each run.
+type namedStrategy struct {
+	name  string
+	group string // "static", "adaptive" or "failsafe"
+	make  func() strategy
+}
+
+// algorithms are this module's adaptive algorithms, each run with FIFO
+// waiting and with the standing-queue policy: adding one is one entry. They
+// take their published defaults except the initial and least limits (20 and 1:
+// the defaults' least limit of 20 of AIMD and Gradient2 sits above the
+// capacity of 10 of the second phase).
+var algorithms = []struct {
+	name string
+	make func() adaptive.Algorithm
+}{
+	// The package's default algorithm goes first: Capacity, as New gives it.
+	{"Capacity", func() adaptive.Algorithm { return nil }},
+	{"AIMD", func() adaptive.Algorithm {
+		return adaptive.NewAIMD(adaptive.AIMDConfig{InitialLimit: 20, MinLimit: 1})
+	}},
+	{"Vegas", func() adaptive.Algorithm {
+		return adaptive.NewVegas(adaptive.VegasConfig{InitialLimit: 20, MinLimit: 1})
+	}},
+	{"Gradient2", func() adaptive.Algorithm {
+		return adaptive.NewGradient2(adaptive.Gradient2Config{InitialLimit: 20, MinLimit: 1})
+	}},
+}
+
+// staticLimits are the fixed limits tried, each with FIFO waiting and with the
+// standing-queue policy; per phase the best of them in hindsight is the
+// reference every strategy is measured against. They hold every capacity of
+// the scenario, and values above them.
+var staticLimits = []int{10, 20, 40, 60}
+
+// standingQueue is the standing-queue policy of the README's recommendation.
+func standingQueue() adaptive.Option {
+	return adaptive.WithStandingQueue(5*time.Millisecond, 100*time.Millisecond)
+}
+
+// strategies lists the contestants: the static limits, the algorithms,
+// failsafe-go's adaptive limiter with its defaults and tuned.
+func strategies() []namedStrategy {
+	var s []namedStrategy
+	for _, n := range staticLimits {
+		s = append(s, namedStrategy{name: "static " + strconv.Itoa(n), group: "static",
+			make: func() strategy { return &static{semaphore.New(int64(n))} }})
+	}
+	for _, n := range staticLimits {
+		s = append(s, namedStrategy{name: "static " + strconv.Itoa(n) + " +standing", group: "static",
+			make: func() strategy { return newOurs(fixed(n), standingQueue()) }})
+	}
+	for _, a := range algorithms {
+		s = append(s,
+			namedStrategy{name: a.name, group: "adaptive", make: func() strategy { return newOurs(a.make()) }},
+			namedStrategy{name: a.name + " +standing", group: "adaptive",
+				make: func() strategy { return newOurs(a.make(), standingQueue()) }})
+	}
+	return append(s,
+		namedStrategy{name: "failsafe-go defaults", group: "failsafe", make: func() strategy {
+			return &failsafe{l: adaptivelimiter.NewWithDefaults[any]()}
+		}},
+		namedStrategy{name: "failsafe-go tuned", group: "failsafe", make: failsafeTuned.strategy})
+}
+
+// static is a fixed limit: a core semaphore, strict FIFO.
 type static struct{ sem *semaphore.Semaphore }
 
-func newStatic(n int64) *static { return &static{semaphore.New(n)} }
-
-func (s *static) do(ctx context.Context, fn func(context.Context) error) (bool, error) {
-	if err := s.sem.Acquire(ctx, 1); err != nil {
-		return false, err
+func (s *static) do(ctx, queue context.Context, call func(context.Context) error) ending {
+	if err := s.sem.Acquire(queue, 1); err != nil {
+		return waitEnding(queue)
 	}
 	defer s.sem.Release(1)
-	return true, fn(ctx)
+	return callEnding(call(ctx))
 }
 
 func (s *static) limit() int { return int(s.sem.Capacity()) }
 
-// ours is this module's adaptive Limiter.
+// ours is this module's adaptive Limiter. A request that times out at the
+// backend is TimedOut, which the Limiter judges.
 type ours struct{ l *adaptive.Limiter }
 
+// newOurs starts the semaphore at 20, the initial limit the algorithms are
+// given, for the default algorithm (nil), which starts from it.
 func newOurs(alg adaptive.Algorithm, opts ...adaptive.Option) *ours {
-	return &ours{adaptive.New(semaphore.New(1), alg, opts...)}
+	return &ours{adaptive.New(semaphore.New(20), alg, opts...)}
 }
 
-func (o *ours) do(ctx context.Context, fn func(context.Context) error) (bool, error) {
-	admitted := false
-	err := o.l.Do(ctx, func(ctx context.Context) error {
-		admitted = true
-		return fn(ctx)
-	})
-	return admitted, err
+func (o *ours) do(ctx, queue context.Context, call func(context.Context) error) ending {
+	c, err := o.l.Acquire(queue)
+	if err != nil {
+		return waitEnding(queue)
+	}
+	err = call(ctx)
+	c.Done(adaptive.Classify(err)) // a deadline is TimedOut, judged by Done
+	return callEnding(err)
 }
 
 func (o *ours) limit() int { return o.l.Limit() }
-
-// failsafe is failsafe-go's adaptivelimiter. Without queueing (its default) a
-// request is refused when the limiter is full, as its executor does; with
-// queueing it waits up to its deadline, refused when the queue passes the
-// limiter's rejection threshold, for at most maxWait.
-type failsafe struct {
-	l       adaptivelimiter.AdaptiveLimiter[any]
-	queue   bool
-	maxWait time.Duration // with queue: the longest wait for a permit
-}
-
-func (f *failsafe) do(ctx context.Context, fn func(context.Context) error) (bool, error) {
-	var p adaptivelimiter.Permit
-	if f.queue {
-		var err error
-		if p, err = f.l.AcquirePermitWithMaxWait(ctx, f.maxWait); err != nil {
-			return false, err
-		}
-	} else {
-		var ok bool
-		if p, ok = f.l.TryAcquirePermit(); !ok {
-			return false, adaptivelimiter.ErrExceeded
-		}
-	}
-	err := fn(ctx)
-	if errors.Is(err, context.DeadlineExceeded) {
-		p.Drop() // as its documentation says for a timed-out execution
-	} else {
-		p.Record()
-	}
-	return true, err
-}
-
-func (f *failsafe) limit() int { return f.l.Limit() }
-
-type namedStrategy struct {
-	name     string
-	group    string // static, adaptive, failsafe
-	family   string // the chart's row: the strategies drawn together
-	standing bool
-	make     func() strategy
-}
-
-// strategies lists the contestants: static limits with FIFO waiting and with
-// the standing-queue policy (the best of them per phase is the "best static"),
-// ours with each, and failsafe-go's. Our algorithms take their published
-// defaults except MinLimit (1: the defaults of 20 sit above the 8 of the
-// capacity dip), and the Limiter its default windows.
-func strategies() []namedStrategy {
-	standing := adaptive.WithStandingQueue(5*time.Millisecond, 100*time.Millisecond)
-	aimd := func() adaptive.Algorithm {
-		return adaptive.NewAIMD(adaptive.AIMDConfig{InitialLimit: 20, MinLimit: 1, MaxLimit: 200})
-	}
-	vegas := func() adaptive.Algorithm {
-		return adaptive.NewVegas(adaptive.VegasConfig{InitialLimit: 20, MinLimit: 1})
-	}
-	gradient := func() adaptive.Algorithm {
-		return adaptive.NewGradient2(adaptive.Gradient2Config{InitialLimit: 20, MinLimit: 1})
-	}
-	var s []namedStrategy
-	for _, n := range staticLimits {
-		s = append(s, namedStrategy{name: "static " + itoa(int(n)), group: "static", family: "static, FIFO",
-			make: func() strategy { return newStatic(n) }})
-	}
-	for _, n := range staticLimits {
-		s = append(s, namedStrategy{name: "static " + itoa(int(n)) + "+codel", group: "static", family: "static +codel", standing: true, make: func() strategy {
-			return newOurs(fixed(n), standing)
-		}})
-	}
-	for _, a := range []struct {
-		name string
-		alg  func() adaptive.Algorithm
-	}{{"AIMD", aimd}, {"Vegas", vegas}, {"Gradient2", gradient}} {
-		s = append(s,
-			namedStrategy{name: a.name, group: "adaptive", family: a.name, make: func() strategy { return newOurs(a.alg()) }},
-			namedStrategy{name: a.name + "+codel", group: "adaptive", family: a.name, standing: true,
-				make: func() strategy { return newOurs(a.alg(), standing) }})
-	}
-	s = append(s,
-		namedStrategy{name: "failsafe default", group: "failsafe", family: "failsafe-go", make: func() strategy {
-			return &failsafe{l: adaptivelimiter.NewWithDefaults[any]()}
-		}},
-		namedStrategy{name: "failsafe tuned", group: "failsafe", family: "failsafe-go", make: func() strategy {
-			return &failsafe{queue: true, maxWait: 5 * time.Millisecond, l: adaptivelimiter.NewBuilder[any]().
-				WithLimits(1, 200, 20).
-				WithRecentWindow(100*time.Millisecond, time.Second, 20).
-				WithQueueing(2, 3).
-				Build()}
-		}})
-	return s
-}
-
-var staticLimits = []int64{8, 16, 24, 32, 48}
 
 // fixed is an Algorithm that never moves the limit: a static limit behind the
 // same standing-queue policy as the adaptive ones.
@@ -151,3 +125,75 @@ type fixed int
 
 func (f fixed) Limit() int                 { return int(f) }
 func (f fixed) Update(adaptive.Sample) int { return int(f) }
+
+// failsafe is failsafe-go's adaptivelimiter. Without queueing (its default) a
+// request is refused when the limiter is full, as its executor does; with
+// queueing it waits within its queue budget, unless the queue is past the
+// limiter's rejection threshold, and at most maxWait when that is set.
+type failsafe struct {
+	l       adaptivelimiter.AdaptiveLimiter[any]
+	queue   bool
+	maxWait time.Duration // with queue: the longest wait for a permit; 0 for the request's queue budget
+}
+
+func (f *failsafe) do(ctx, queue context.Context, call func(context.Context) error) ending {
+	var p adaptivelimiter.Permit
+	switch {
+	case !f.queue:
+		var ok bool
+		if p, ok = f.l.TryAcquirePermit(); !ok {
+			return refused
+		}
+	case f.maxWait > 0:
+		var err error
+		if p, err = f.l.AcquirePermitWithMaxWait(queue, f.maxWait); err != nil {
+			return waitEnding(queue)
+		}
+	default:
+		var err error
+		if p, err = f.l.AcquirePermit(queue); err != nil {
+			return waitEnding(queue)
+		}
+	}
+	e := callEnding(call(ctx))
+	if e == served {
+		p.Record()
+	} else {
+		p.Drop() // as its documentation says of an execution that timed out
+	}
+	return e
+}
+
+func (f *failsafe) limit() int { return f.l.Limit() }
+
+// A failsafeConfig is one configuration of failsafe-go's adaptive limiter:
+// the knobs that move it on this scenario (see sweep.go).
+type failsafeConfig struct {
+	recentMin, recentMax time.Duration // WithRecentWindow's bounds
+	recentSamples        uint          // and its least number of samples
+	recentQuantile       float64       // WithRecentQuantile
+	baselineAge          uint          // WithBaselineWindow
+	maxLimitFactor       float64       // WithMaxLimitFactor
+	rejectInit, rejectAt float64       // WithQueueing's factors; 0: no queueing
+	maxWait              time.Duration // with queueing: 0 waits up to the queue budget
+}
+
+// failsafeTuned is the best configuration of the sweep (go run . -sweep) on
+// this scenario, in simulated time; sweep.go gives the grid and why.
+var failsafeTuned = failsafeConfig{
+	recentMin: 50 * time.Millisecond, recentMax: 30 * time.Second, recentSamples: 10,
+	recentQuantile: 0.9, baselineAge: 3, maxLimitFactor: 2,
+}
+
+func (c failsafeConfig) strategy() strategy {
+	b := adaptivelimiter.NewBuilder[any]().
+		WithLimits(1, 200, 20).
+		WithRecentWindow(c.recentMin, c.recentMax, c.recentSamples).
+		WithRecentQuantile(c.recentQuantile).
+		WithBaselineWindow(c.baselineAge).
+		WithMaxLimitFactor(c.maxLimitFactor)
+	if c.rejectInit > 0 {
+		b = b.WithQueueing(c.rejectInit, c.rejectAt)
+	}
+	return &failsafe{l: b.Build(), queue: c.rejectInit > 0, maxWait: c.maxWait}
+}

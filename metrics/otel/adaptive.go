@@ -11,7 +11,8 @@ import (
 )
 
 // AdaptiveMetrics is the instrument set for one adaptive.Limiter: its current
-// limit as a gauge, the calls in flight, and its counters, observed from Stats
+// limit and its algorithm's estimate of the capacity as gauges, the units in
+// flight, and its counters, observed from Stats
 // at each collection. Every measurement carries adaptive.limiter.name
 // (adaptive.WithName).
 //
@@ -35,22 +36,24 @@ func NewAdaptiveMetrics(meter metric.Meter, l *adaptive.Limiter) (*AdaptiveMetri
 	}
 	name := keyLimiter.String(l.Stats().Name)
 	var (
-		errs                 [6]error
-		limit                metric.Int64ObservableGauge
+		errs                 [7]error
+		limit, estimate      metric.Int64ObservableGauge
 		inFlight             metric.Int64ObservableUpDownCounter
 		calls, shed, changes metric.Int64ObservableCounter
 	)
 	limit, errs[0] = meter.Int64ObservableGauge("adaptive.limit", metric.WithUnit("{call}"),
 		metric.WithDescription("The concurrency limit the limiter applies now."))
-	inFlight, errs[1] = meter.Int64ObservableUpDownCounter("adaptive.in_flight", metric.WithUnit("{call}"),
-		metric.WithDescription("Calls granted and not ended."))
+	inFlight, errs[1] = meter.Int64ObservableUpDownCounter("adaptive.in_flight", metric.WithUnit("{unit}"),
+		metric.WithDescription("Units granted and not ended."))
 	calls, errs[2] = meter.Int64ObservableCounter("adaptive.calls", metric.WithUnit("{call}"),
 		metric.WithDescription("Calls ended, by adaptive.outcome: success, dropped, ignored."))
 	shed, errs[3] = meter.Int64ObservableCounter("adaptive.shed", metric.WithUnit("{call}"),
 		metric.WithDescription("Waits failed by the standing-queue policy."))
 	changes, errs[4] = meter.Int64ObservableCounter("adaptive.limit.changes", metric.WithUnit("{change}"),
 		metric.WithDescription("Windows that changed the limit, by adaptive.direction: up, down."))
-	if err := errors.Join(errs[:5]...); err != nil {
+	estimate, errs[6] = meter.Int64ObservableGauge("adaptive.capacity.estimate", metric.WithUnit("{unit}"),
+		metric.WithDescription("The algorithm's estimate of the backend's capacity; 0 while unknown or when the algorithm makes none."))
+	if err := errors.Join(append(errs[:5:5], errs[6])...); err != nil {
 		return nil, err
 	}
 	m := &AdaptiveMetrics{}
@@ -58,6 +61,7 @@ func NewAdaptiveMetrics(meter metric.Meter, l *adaptive.Limiter) (*AdaptiveMetri
 	m.reg, errs[5] = meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		s := l.Stats()
 		o.ObserveInt64(limit, int64(s.Limit), one)
+		o.ObserveInt64(estimate, int64(s.Estimate), one)
 		o.ObserveInt64(inFlight, int64(s.InFlight), one)
 		o.ObserveInt64(calls, int64(s.Succeeded), metric.WithAttributes(name, keyAdOutcome.String("success")))
 		o.ObserveInt64(calls, int64(s.Dropped), metric.WithAttributes(name, keyAdOutcome.String("dropped")))
@@ -66,7 +70,7 @@ func NewAdaptiveMetrics(meter metric.Meter, l *adaptive.Limiter) (*AdaptiveMetri
 		o.ObserveInt64(changes, int64(s.Increases), metric.WithAttributes(name, keyAdDirection.String("up")))
 		o.ObserveInt64(changes, int64(s.Decreases), metric.WithAttributes(name, keyAdDirection.String("down")))
 		return nil
-	}, limit, inFlight, calls, shed, changes)
+	}, limit, estimate, inFlight, calls, shed, changes)
 	if errs[5] != nil {
 		return nil, errs[5]
 	}

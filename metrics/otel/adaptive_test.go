@@ -25,6 +25,7 @@ func TestAdaptiveMetrics_ObservesTheLimitAsAGaugeAndItsChanges(t *testing.T) {
 	got := collect(t, reader)
 	name := attribute.String("adaptive.limiter.name", "api")
 	assert.Equal(t, 3.0, got.value(t, "adaptive.limit", name))
+	assert.Equal(t, 0.0, got.value(t, "adaptive.capacity.estimate", name), "AIMD makes no estimate")
 	assert.Equal(t, 0.0, got.value(t, "adaptive.in_flight", name))
 	assert.Equal(t, 1.0, got.value(t, "adaptive.calls", name, attribute.String("adaptive.outcome", "dropped")))
 	assert.Equal(t, 1.0, got.value(t, "adaptive.limit.changes", name, attribute.String("adaptive.direction", "down")))

@@ -6,8 +6,9 @@ import (
 	"github.com/fairsem/semaphore/adaptive"
 )
 
-// An AdaptiveCollector exports one adaptive.Limiter: its current limit as a
-// gauge, the calls in flight, and its counters, read from Stats at each scrape.
+// An AdaptiveCollector exports one adaptive.Limiter: its current limit and its
+// algorithm's estimate of the capacity as gauges, the units in flight, and its
+// counters, read from Stats at each scrape.
 // Every metric carries the label limiter="NAME" (adaptive.WithName).
 //
 // All methods are safe for concurrent use.
@@ -20,7 +21,8 @@ var (
 	adLabels = []string{"limiter"}
 
 	descAdLimit    = prometheus.NewDesc("adaptive_limit", "The concurrency limit the limiter applies now.", adLabels, nil)
-	descAdInFlight = prometheus.NewDesc("adaptive_in_flight", "Calls granted and not ended.", adLabels, nil)
+	descAdEstimate = prometheus.NewDesc("adaptive_capacity_estimate", "The algorithm's estimate of the backend's capacity, in units; 0 while unknown or when the algorithm makes none.", adLabels, nil)
+	descAdInFlight = prometheus.NewDesc("adaptive_in_flight", "Units granted and not ended.", adLabels, nil)
 	descAdCalls    = prometheus.NewDesc("adaptive_calls_total", "Calls ended, by verdict (success, dropped, ignored).", []string{"limiter", "outcome"}, nil)
 	descAdShed     = prometheus.NewDesc("adaptive_shed_total", "Waits failed by the standing-queue policy.", adLabels, nil)
 	descAdChanges  = prometheus.NewDesc("adaptive_limit_changes_total", "Windows that changed the limit, by direction (up, down).", []string{"limiter", "direction"}, nil)
@@ -37,7 +39,7 @@ func NewAdaptiveCollector(l *adaptive.Limiter) *AdaptiveCollector {
 
 // Describe implements prometheus.Collector.
 func (c *AdaptiveCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descAdLimit, descAdInFlight, descAdCalls, descAdShed, descAdChanges, descAdWindows} {
+	for _, d := range []*prometheus.Desc{descAdLimit, descAdEstimate, descAdInFlight, descAdCalls, descAdShed, descAdChanges, descAdWindows} {
 		ch <- d
 	}
 }
@@ -52,6 +54,7 @@ func (c *AdaptiveCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), append([]string{c.name}, labels...)...)
 	}
 	g(descAdLimit, float64(s.Limit))
+	g(descAdEstimate, float64(s.Estimate))
 	g(descAdInFlight, float64(s.InFlight))
 	n(descAdCalls, s.Succeeded, "success")
 	n(descAdCalls, s.Dropped, "dropped")

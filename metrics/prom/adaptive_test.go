@@ -24,6 +24,9 @@ func TestAdaptiveCollector_ExportsTheLimitAsAGaugeAndItsChanges(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(prom.NewAdaptiveCollector(l))
 	want := `
+# HELP adaptive_capacity_estimate The algorithm's estimate of the backend's capacity, in units; 0 while unknown or when the algorithm makes none.
+# TYPE adaptive_capacity_estimate gauge
+adaptive_capacity_estimate{limiter="api"} 0
 # HELP adaptive_limit The concurrency limit the limiter applies now.
 # TYPE adaptive_limit gauge
 adaptive_limit{limiter="api"} 3
@@ -38,7 +41,7 @@ adaptive_calls_total{limiter="api",outcome="ignored"} 0
 adaptive_calls_total{limiter="api",outcome="success"} 0
 `
 	assert.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(want),
-		"adaptive_limit", "adaptive_limit_changes_total", "adaptive_calls_total"))
+		"adaptive_limit", "adaptive_capacity_estimate", "adaptive_limit_changes_total", "adaptive_calls_total"))
 	problems, err := testutil.GatherAndLint(reg)
 	require.NoError(t, err)
 	assert.Empty(t, problems)

@@ -1,0 +1,50 @@
+package adaptive_test
+
+import (
+	"context"
+	"io"
+	"net/http/httptest"
+	"regexp"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fairsem/semaphore"
+	"github.com/fairsem/semaphore/adaptive"
+	"github.com/fairsem/semaphore/semdebug"
+)
+
+func TestDiagnostics_TellsTheLimitAgainstTheEstimateAndTheCounters(t *testing.T) {
+	l := adaptive.New(semaphore.New(4, semaphore.WithName("db")), &script{limit: 4}, adaptive.WithWindow(1, 0, 0))
+	c, err := l.AcquireN(context.Background(), 2)
+	require.NoError(t, err)
+	assert.Equal(t, "db", l.Name())
+	assert.Equal(t, `adaptive limiter "db" (*adaptive_test.script): limit 4, capacity estimate unknown, 2 units in flight
+calls: 1 granted, 0 succeeded, 0 dropped, 0 ignored, 0 shed
+windows: 0, 0 raised the limit, 0 lowered it
+`, l.Diagnostics(0))
+	c.Done(adaptive.Success)
+	e := adaptive.New(semaphore.New(8), nil, adaptive.WithName("<api>\n"))
+	assert.Contains(t, e.Diagnostics(0), `adaptive limiter "<api>\n" (*adaptive.Capacity): limit 8, capacity estimate unknown, 0 units in flight`)
+}
+
+// The debug page shows a Limiter by its name and its dump, with no code of
+// its own for it.
+func TestDiagnostics_ShowOnTheDebugPage(t *testing.T) {
+	l := adaptive.New(semaphore.New(4), nil, adaptive.WithName("api"))
+	defer semdebug.Register(l)()
+	srv := httptest.NewServer(semdebug.Handler())
+	defer srv.Close()
+	get := func(path string) string {
+		resp, err := srv.Client().Get(srv.URL + path)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return string(body)
+	}
+	row := regexp.MustCompile(`(?m)^\s*(\d+)\s+"api"`).FindStringSubmatch(get("/?format=text"))
+	require.Len(t, row, 2, "a row for the limiter on the index")
+	assert.Contains(t, get("/"+row[1]+"?format=text"), `adaptive limiter "api" (*adaptive.Capacity): limit 4, capacity estimate unknown`)
+}
