@@ -10,7 +10,7 @@ import (
 )
 
 // Block mode's errors, built in this one place with the package's error
-// helpers: they read and match as plain mode's do.
+// helpers: they read, match and carry outcomes as plain mode's do.
 
 // A blockCall is what a block-mode acquire asked for.
 type blockCall struct {
@@ -18,11 +18,11 @@ type blockCall struct {
 	n   int64
 }
 
-func (c blockCall) op() string {
+func (c blockCall) call() call {
 	if c.try {
-		return tryOp(c.n)
+		return tryCall(c.n)
 	}
-	return acquireOp(c.n)
+	return acquireCall(c.n)
 }
 
 // A waitEnd is why the pool ended a caller's wait.
@@ -34,22 +34,22 @@ type waitEnd struct {
 	cause    error // otherwise: a block was lost (ErrLost) or the handle closed (ErrClosed)
 }
 
-func (p *blockPool) errClosed(c blockCall) error { return p.s.errorf(c.op(), "%w", ErrClosed) }
+func (p *blockPool) errClosed(c blockCall) error { return p.s.closedError(c.call()) }
 
 func (p *blockPool) errWait(ctx context.Context, c blockCall, start time.Time) error {
-	return p.s.waitError(ctx, c.n, start)
+	return p.s.waitError(ctx, c.call(), start)
 }
 
 func (p *blockPool) errRPC(ctx context.Context, c blockCall, start time.Time, err error) error {
-	return p.s.rpcError(ctx, c.op(), c.n, start, err)
+	return p.s.rpcError(ctx, c.call(), start, err)
 }
 
 func (p *blockPool) errBroken(c blockCall, reason string) error {
-	return p.s.errorf(c.op(), "broken: %s: %w", reason, semaphore.ErrBroken)
+	return p.s.brokenError(c.call(), reason)
 }
 
 func (p *blockPool) errTooLarge(c blockCall, capacity int64) error {
-	return p.s.errorf(c.op(), "more than the capacity %d: %w", capacity, semaphore.ErrTooLarge)
+	return p.s.tooLargeError(c.call(), capacity)
 }
 
 // errEnded is the error of a caller whose wait the pool ended.
@@ -58,25 +58,27 @@ func (p *blockPool) errEnded(c blockCall, e *waitEnd) error {
 	case e.broken:
 		return p.errBroken(c, e.reason)
 	case e.shrunk:
-		return p.s.errorf(c.op(), "capacity shrunk to %d: %w", e.capacity, semaphore.ErrTooLarge)
+		return p.s.fail(c.call(), semaphore.TooLarge, "capacity shrunk to "+strconv.FormatInt(e.capacity, 10)+": "+semaphore.ErrTooLarge.Error(),
+			semaphore.ErrTooLarge)
 	}
-	return p.s.errorf(c.op(), "%w", e.cause)
+	return p.s.fail(c.call(), nil, e.cause.Error(), e.cause)
 }
 
 // errHold is the error of op ("release", "return") on n units of a local
 // grant of token, or of "units" (Units.Err) when n < 0, lost with cause.
 func errHold(u *Units, op string, n int64, cause error) error {
-	what := "units of token " + strconv.FormatInt(u.token, 10)
+	c := opCall("units of token " + strconv.FormatInt(u.token, 10))
 	if n >= 0 {
-		what = op + " " + unitsText(n) + " of token " + strconv.FormatInt(u.token, 10)
+		c = tokenCall(op, n, u.token)
 	}
-	return u.s.errorf(what, "%w", cause)
+	return u.s.fail(c, nil, cause.Error(), cause)
 }
 
 // errInsufficient is the error of a Return of m units of a local grant of
 // token that holds fewer.
 func errInsufficient(u *Units, m, held int64) error {
-	return u.s.errorf("return "+unitsText(m)+" of token "+strconv.FormatInt(u.token, 10), "%d held: %w", held, semaphore.ErrInsufficientUnits)
+	return u.s.fail(tokenCall("return", m, u.token), nil,
+		strconv.FormatInt(held, 10)+" held: "+semaphore.ErrInsufficientUnits.Error(), semaphore.ErrInsufficientUnits)
 }
 
 // blockLost is the cause of a loss of the block of token.
