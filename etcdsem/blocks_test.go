@@ -453,3 +453,49 @@ func TestBlocks_EdgesOfTheRequest(t *testing.T) {
 	assert.Zero(t, s.blocks.nwait.Load(), "and leaves the queue")
 	require.NoError(t, held.Release(ctx))
 }
+
+// Block mode's errors carry how the acquire ended, as plain mode's do.
+func TestBlocks_ErrorsCarryTheAcquiresOutcome(t *testing.T) {
+	ep := sharedEndpoint(t)
+	name := testName(t)
+	log := &grantLog{}
+	checkHistoryAtEnd(t, ep, name, log)
+	s := newSem(t, newClient(t, ep), name, WithCapacity(1), WithBlocks(1))
+	admin := newSem(t, newClient(t, ep), name)
+	ctx := testCtx(t, 20*time.Second)
+	outcome := func(err error) semaphore.Outcome {
+		t.Helper()
+		o, ok := semaphore.OutcomeOf(err)
+		require.True(t, ok, "%v carries an outcome", err)
+		return o
+	}
+
+	_, err := s.Acquire(ctx, 2)
+	assert.Equal(t, semaphore.TooLarge, outcome(err))
+	assert.ErrorContains(t, err, `etcdsem "`+name+`": acquire 2 units: more than the capacity 1`)
+	u, err := s.Acquire(ctx, 1)
+	require.NoError(t, err)
+	log.add(u)
+	short, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+	defer cancel()
+	_, err = s.Acquire(short, 1)
+	assert.Equal(t, semaphore.TimedOut, outcome(err))
+	gone, cancel := context.WithCancel(ctx)
+	cancel()
+	_, err = s.Acquire(gone, 1)
+	assert.Equal(t, semaphore.Cancelled, outcome(err))
+
+	waitErr := make(chan error, 1)
+	go func() {
+		_, err := s.Acquire(ctx, 1)
+		waitErr <- err
+	}()
+	waitFor(t, "the caller waits", func() bool { return s.blocks.nwait.Load() == 1 })
+	require.NoError(t, admin.Break(ctx, errors.New("maintenance")))
+	err = <-waitErr
+	assert.Equal(t, semaphore.Broken, outcome(err), "a waiter failed by Break")
+	_, _, err = s.TryAcquire(ctx, 1)
+	assert.Equal(t, semaphore.Broken, outcome(err))
+	require.NoError(t, u.Release(ctx))
+	require.NoError(t, admin.Repair(ctx))
+}
