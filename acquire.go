@@ -197,7 +197,7 @@ func (s *Semaphore) foldLocked() {
 // acquireSlow is Acquire after its lock-free attempt: it checks n and the context,
 // retries without the lock (once more after a yield), joins the wait list, and
 // parks until the waiter is settled, unless the context can end, in which case
-// waitContext selects on both.
+// waitContext selects on both. Every grant it obtains passes through kept.
 func (s *Semaphore) acquireSlow(ctx context.Context, n int64) error {
 	s.checkUse("Acquire", n)
 	done := ctx.Done()
@@ -208,19 +208,55 @@ func (s *Semaphore) acquireSlow(ctx context.Context, n int64) error {
 		default:
 		}
 	}
-	if s.acquireLockFree(n) || s.yieldThenAcquire(n) {
-		return nil
+	e := ending{outcome: Granted, n: n}
+	if !s.acquireLockFree(n) && !s.yieldThenAcquire(n) {
+		var w *waiter
+		if w, e = s.join(n, true); w != nil {
+			if done != nil {
+				return s.waitContext(ctx, w, e)
+			}
+			return s.waitCond(w, e)
+		}
 	}
-	w, e := s.join(n, true)
-	if w == nil {
-		e.ctx = ctx
-		return s.end(e)
+	e.ctx = ctx
+	if e.outcome == Granted && !s.kept(ctx, n, false) {
+		e.outcome = contextOutcome(ctx)
 	}
-	if done != nil {
-		return s.waitContext(ctx, w, e)
+	return s.end(e)
+}
+
+// kept decides whether an Acquire granted its units keeps them, and is the one
+// place that decides it for every grant an Acquire obtains: on the lock-free path,
+// after the yield, at once in join, or after waiting (queued). A call whose
+// context is done once it holds the units gives them back, as x/sync's Acquire
+// does, and fails with its context's error: a cancellation that happened before
+// the grant (a cancel, then the Release that granted the units) always wins, and
+// one concurrent with the grant may. The units go back as by Release, so the
+// waiters that now fit are granted in FIFO order and nothing is lost; the grant
+// is taken out of Stats.Acquired, which counts the calls that returned nil.
+func (s *Semaphore) kept(ctx context.Context, n int64, queued bool) bool {
+	select {
+	case <-ctx.Done():
+	default:
+		return true
 	}
-	// The plain wait, here rather than in a function of its own so that nothing
-	// stands between the park and the caller.
+	s.mu.Lock()
+	if queued {
+		s.x.Load().granted--
+	} else {
+		// The grant may still be in the state word's counter, not yet folded:
+		// the sum of the two, which Stats reads under mu, is what must drop,
+		// and it does, modulo 2^64, whichever of the two holds it.
+		s.immediate--
+	}
+	s.mu.Unlock()
+	s.Release(n)
+	return false
+}
+
+// waitCond parks a plain waiter, one whose context cannot end, on the semaphore's
+// Cond until it is settled. It is called with mu held.
+func (s *Semaphore) waitCond(w *waiter, e ending) error {
 	w.ch = onCond
 	start := now()
 	s.x.Load().cond.Wait() // takes a ticket in list order, unlocks mu, parks
@@ -339,7 +375,8 @@ func (s *Semaphore) waitTimer(w *waiter, e ending) error {
 }
 
 // waitContext waits for w to be settled or for the context to end. It is called
-// with mu held.
+// with mu held. When both happened, select picks either case; each ends in kept's
+// answer (abandon finds w granted, or the grant is checked against the context).
 func (s *Semaphore) waitContext(ctx context.Context, w *waiter, e ending) error {
 	ch := make(chan struct{})
 	w.ch = ch
@@ -349,7 +386,10 @@ func (s *Semaphore) waitContext(ctx context.Context, w *waiter, e ending) error 
 	case <-ch:
 		e.outcome = outcomeOf(w.n.Load())
 	case <-ctx.Done():
-		e.outcome = s.abandon(ctx, w, e.n)
+		e.outcome = s.abandon(ctx, w)
+	}
+	if e.outcome == Granted && !s.kept(ctx, e.n, true) {
+		e.outcome = contextOutcome(ctx)
 	}
 	e.waited, e.ctx = now()-start, ctx
 	w.ch = nil
@@ -357,9 +397,11 @@ func (s *Semaphore) waitContext(ctx context.Context, w *waiter, e ending) error 
 	return s.end(e)
 }
 
-// abandon takes w out of the list after its context ended and returns the outcome
-// the caller sees: Cancelled, or TimedOut when the context's deadline passed.
-func (s *Semaphore) abandon(ctx context.Context, w *waiter, n int64) Outcome {
+// abandon takes w out of the list after its context ended and returns how the
+// call ended: Cancelled, or TimedOut when the context's deadline passed, if w was
+// still queued; otherwise the outcome it was settled with, which the caller
+// checks like any other grant (kept).
+func (s *Semaphore) abandon(ctx context.Context, w *waiter) Outcome {
 	gaveUp := contextOutcome(ctx)
 	s.mu.Lock()
 	if w.queued() {
@@ -373,18 +415,7 @@ func (s *Semaphore) abandon(ctx context.Context, w *waiter, n int64) Outcome {
 	// Settled concurrently with the cancellation; the settler closes ch right
 	// after releasing mu, and w must not be reused before it has.
 	<-w.ch
-	if o := outcomeOf(w.n.Load()); o != Granted {
-		return o
-	}
-	// Granted in a race with the cancellation. The caller sees its context
-	// error, so the call must not keep the units: take the grant out of the
-	// count and hand the units on as a Release would, which grants the waiters
-	// behind if they now fit.
-	s.mu.Lock()
-	s.x.Load().granted--
-	s.mu.Unlock()
-	s.Release(n)
-	return gaveUp
+	return outcomeOf(w.n.Load())
 }
 
 // contextOutcome is how a call ends when its context ended first.
