@@ -376,13 +376,13 @@ func (s *controlled) dump() string { return s.ctrl.Diagnostics(6) }
 func (s *controlled) counters() string {
 	st := s.ctrl.Stats()
 	return fmt.Sprintf("admitted %d (%d at once); queued %d, because of count %d, memory %d, CPU %d; shed %d; timed out in the queue %d",
-		st.Admitted, st.AdmittedImmediately, st.QueuedForAdmission, st.QueuedBecauseCount, st.QueuedBecauseMemory,
+		st.Acquired, st.AcquiredImmediately, st.QueuedForAdmission, st.QueuedBecauseCount, st.QueuedBecauseMemory,
 		st.QueuedBecauseCPU, st.Shed, st.TimedOut)
 }
 
 func (s *controlled) drained() error {
 	st := s.ctrl.Stats()
-	if st.Used != (admission.Resources{}) || st.CurrentPermits != 0 || st.Waiters != 0 || st.NeedCPUPermits != 0 {
+	if st.Held != (admission.Resources{}) || st.CurrentPermits != 0 || st.Waiters != 0 || st.NeedCPUPermits != 0 {
 		return fmt.Errorf("controller not drained:\n%s", s.ctrl.Diagnostics(0))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)

@@ -51,15 +51,15 @@ func TestAdmissionMetrics_ObserveStatsAndPerOpWaits(t *testing.T) {
 
 		c := collect(t, reader)
 		assert.Equal(t, 1.0, c.value(t, "admission.count.limit", reads))
-		assert.Equal(t, 1.0, c.value(t, "admission.count.usage", reads))
+		assert.Equal(t, 1.0, c.value(t, "admission.count.held", reads))
 		assert.Equal(t, 1000.0, c.value(t, "admission.memory.limit", reads))
-		assert.Equal(t, 200.0, c.value(t, "admission.memory.usage", reads))
-		assert.Equal(t, "By", c["admission.memory.usage"].Unit)
+		assert.Equal(t, 200.0, c.value(t, "admission.memory.held", reads))
+		assert.Equal(t, "By", c["admission.memory.held"].Unit)
 		assert.Equal(t, 1.0, c.value(t, "admission.queue.length", reads, attribute.String("admission.queue", "admission")))
 		assert.Equal(t, 0.0, c.value(t, "admission.queue.length", reads, attribute.String("admission.queue", "memory")))
 		assert.Equal(t, 2.0, c.value(t, "admission.permits", reads, attribute.String("admission.permit.state", "all")))
-		assert.Equal(t, 2.0, c.value(t, "admission.admitted", reads, attribute.Bool("admission.immediate", true)))
-		assert.Equal(t, 1.0, c.value(t, "admission.admitted", reads, attribute.Bool("admission.immediate", false)))
+		assert.Equal(t, 2.0, c.value(t, "admission.acquired", reads, attribute.Bool("admission.immediate", true)))
+		assert.Equal(t, 1.0, c.value(t, "admission.acquired", reads, attribute.Bool("admission.immediate", false)))
 		assert.Equal(t, 3.0, c.value(t, "admission.queued", reads, attribute.String("admission.queue", "admission")))
 		assert.Equal(t, 3.0, c.value(t, "admission.queue.causes", reads, attribute.String("admission.resource", "count")))
 		assert.Equal(t, 1.0, c.value(t, "admission.timed_out", reads))
@@ -70,13 +70,13 @@ func TestAdmissionMetrics_ObserveStatsAndPerOpWaits(t *testing.T) {
 		op := func(name, outcome string) []attribute.KeyValue {
 			return []attribute.KeyValue{reads, attribute.String("admission.operation", name), attribute.String("admission.outcome", outcome)}
 		}
-		getOK := c.histogram(t, "admission.wait.duration", op("get", "admitted")...)
+		getOK := c.histogram(t, "admission.wait.duration", op("get", "acquired")...)
 		assert.Equal(t, uint64(2), getOK.Count)
 		assert.Equal(t, 0.0, getOK.Sum)
 		getTimedOut := c.histogram(t, "admission.wait.duration", op("get", "timed_out")...)
 		assert.Equal(t, []uint64{0, 1, 0}, getTimedOut.BucketCounts)
 		assert.Equal(t, 2.0, getTimedOut.Sum)
-		scanOK := c.histogram(t, "admission.wait.duration", op("scan", "admitted")...)
+		scanOK := c.histogram(t, "admission.wait.duration", op("scan", "acquired")...)
 		assert.Equal(t, 4.0, scanOK.Sum)
 
 		blocker.Release()
@@ -109,7 +109,7 @@ func TestAdmissionMetrics_OutcomeOfEachFailure(t *testing.T) {
 	held.Release()
 
 	c := collect(t, reader)
-	for _, outcome := range []string{"admitted", "cancelled", "queue_full", "broken"} {
+	for _, outcome := range []string{"acquired", "cancelled", "queue_full", "broken"} {
 		p := c.histogram(t, "admission.wait.duration", reads,
 			attribute.String("admission.operation", "op"), attribute.String("admission.outcome", outcome))
 		assert.Equal(t, uint64(1), p.Count, outcome)
