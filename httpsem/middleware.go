@@ -2,7 +2,6 @@ package httpsem
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"time"
 
@@ -128,13 +127,13 @@ func (c *config) waitContext(r *http.Request) (context.Context, context.CancelFu
 	}
 }
 
-// refuse answers a request that was not admitted: 503 without Retry-After when
-// it can never be served here, the overload status with Retry-After otherwise.
+// refuse answers a request that was not admitted, by how its wait ended
+// (semaphore.OutcomeOf), never by the sentinels err matches, which a context's
+// cause can match too: 503 without Retry-After when it can never be served here
+// (Broken, TooLarge), the overload status with Retry-After otherwise.
 func (c *config) refuse(w http.ResponseWriter, err error) {
 	code := c.status
-	// One check serves Limit and Admit: admission's errors match the core's
-	// sentinels for the meanings they share.
-	if errors.Is(err, semaphore.ErrBroken) || errors.Is(err, semaphore.ErrTooLarge) {
+	if o, _ := semaphore.OutcomeOf(err); o == semaphore.Broken || o == semaphore.TooLarge {
 		code = http.StatusServiceUnavailable
 	} else if v := c.retryAfterValue(); v != "" {
 		w.Header().Set("Retry-After", v)
