@@ -3,6 +3,7 @@ package otel_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -122,4 +123,34 @@ func TestNewAdmissionMetrics_InvalidBucketsPanic(t *testing.T) {
 	requirePanic(t, "otel: NewAdmissionMetrics: WithBuckets([3 2]): bounds must increase", func() {
 		_, _ = otel.NewAdmissionMetrics(meter, ctrl, otel.WithBuckets(3, 2))
 	})
+}
+
+// A wait cancelled with a cause matching a sentinel is recorded as cancelled:
+// the attribute is the Outcome the call ended in, not the cause.
+func TestAdmissionMetrics_ACancelledWaitIsCancelledWhateverItsCause(t *testing.T) {
+	for _, cause := range []error{semaphore.ErrBroken, semaphore.ErrTimedOut, semaphore.ErrQueueFull, semaphore.ErrShed, semaphore.ErrTooLarge} {
+		t.Run(cause.Error(), func(t *testing.T) {
+			meter, reader := newMeter(t)
+			ctrl := admission.New(admission.Resources{Count: 1, Memory: 100}, admission.WithName("reads"))
+			m, err := otel.NewAdmissionMetrics(meter, ctrl)
+			require.NoError(t, err)
+			held, err := ctrl.Acquire(context.Background(), "holder", 0)
+			require.NoError(t, err)
+			ctx, cancel := context.WithCancelCause(context.Background())
+			done := make(chan error, 1)
+			go func() {
+				_, err := m.Acquire(ctx, "op", 0)
+				done <- err
+			}()
+			require.Eventually(t, func() bool { return ctrl.Stats().Waiters == 1 }, 10*time.Second, time.Millisecond)
+			cancel(fmt.Errorf("elsewhere: %w", cause))
+			require.ErrorIs(t, <-done, cause)
+			held.Release()
+			c := collect(t, reader)
+			p := c.histogram(t, "admission.wait.duration", attribute.String("admission.controller.name", "reads"),
+				attribute.String("admission.operation", "op"), attribute.String("admission.outcome", "cancelled"))
+			assert.Equal(t, uint64(1), p.Count)
+			assert.Equal(t, 1.0, c.value(t, "admission.cancelled", attribute.String("admission.controller.name", "reads")))
+		})
+	}
 }

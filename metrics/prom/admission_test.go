@@ -3,6 +3,7 @@ package prom_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -180,4 +181,69 @@ func TestNewAdmissionCollector_InvalidBucketsPanic(t *testing.T) {
 	requirePanic(t, "prom: NewAdmissionCollector: WithBuckets([3 2]): bounds must increase", func() {
 		prom.NewAdmissionCollector(ctrl, prom.WithBuckets(3, 2))
 	})
+}
+
+// A wait cancelled with a cause matching a sentinel is labelled cancelled, by
+// the semaphore's collector and by the admission collector: the label is the
+// Outcome the call ended in, not the cause.
+func TestCollectors_ACancelledWaitIsLabelledCancelledWhateverItsCause(t *testing.T) {
+	for _, cause := range []error{semaphore.ErrBroken, semaphore.ErrTimedOut, semaphore.ErrQueueFull, semaphore.ErrShed, semaphore.ErrTooLarge} {
+		t.Run(cause.Error(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				sc := prom.NewSemaphoreCollector()
+				sem := semaphore.New(1, semaphore.WithName("db"), semaphore.WithObserver(sc))
+				sc.Add(sem)
+				ctrl := admission.New(admission.Resources{Count: 1, Memory: 100}, admission.WithName("reads"))
+				ac := prom.NewAdmissionCollector(ctrl)
+				require.NoError(t, sem.Acquire(context.Background(), 1))
+				held, err := ctrl.Acquire(context.Background(), "holder", 0)
+				require.NoError(t, err)
+
+				ctx, cancel := context.WithCancelCause(context.Background())
+				semDone, admDone := make(chan error, 1), make(chan error, 1)
+				go func() { semDone <- sem.Acquire(ctx, 1) }()
+				go func() {
+					_, err := ac.Acquire(ctx, "op", 0)
+					admDone <- err
+				}()
+				synctest.Wait()
+				cancel(fmt.Errorf("elsewhere: %w", cause))
+				require.ErrorIs(t, <-semDone, cause)
+				require.ErrorIs(t, <-admDone, cause)
+
+				assert.Equal(t, map[string]uint64{"cancelled": 1}, waitsByOutcome(t, sc, "semaphore_wait_duration_seconds"))
+				assert.Equal(t, map[string]uint64{"cancelled": 1}, waitsByOutcome(t, ac, "admission_wait_duration_seconds"))
+				assert.Equal(t, uint64(1), ctrl.Stats().Cancelled)
+				assert.Equal(t, uint64(1), sem.Stats().Cancelled)
+				held.Release()
+				sem.Release(1)
+			})
+		})
+	}
+}
+
+// waitsByOutcome returns the samples of histogram family in c by outcome label,
+// leaving out the empty series.
+func waitsByOutcome(t *testing.T, c prometheus.Collector, family string) map[string]uint64 {
+	t.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	require.NoError(t, reg.Register(c))
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	got := map[string]uint64{}
+	for _, f := range families {
+		if f.GetName() != family {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			if n := m.GetHistogram().GetSampleCount(); n > 0 {
+				for _, l := range m.GetLabel() {
+					if l.GetName() == "outcome" {
+						got[l.GetValue()] += n
+					}
+				}
+			}
+		}
+	}
+	return got
 }
