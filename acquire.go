@@ -86,8 +86,17 @@ func unitsOf(st int64) int64 { return st >> unitShift }
 
 // Acquire takes n units, blocking until they are granted, ctx is done, or the
 // semaphore is broken. It returns nil once the units are held; the caller gives
-// them back with Release(n). It fails, without queuing and holding no units, in the
-// order given in the package documentation. Acquire panics if n is negative.
+// them back with Release(n). It fails holding no units, checking in this order:
+//   - ctx is already done: an error matching ctx.Err() and context.Cause(ctx),
+//     and ErrTimedOut when its deadline passed, even when n units are free;
+//   - the semaphore is broken: ErrBroken and the error given to Break;
+//   - n is larger than the capacity: ErrTooLarge, at once;
+//   - the wait list holds WithMaxWaiters callers: ErrQueueFull, at once;
+//
+// and, once queued, with ctx's error when ctx ends first (also when it ends just
+// before the units are granted: they go on to the waiters behind), ErrBroken when
+// Break is called, and ErrTooLarge when a Resize leaves n above the capacity.
+// Acquire panics if n is negative.
 func (s *Semaphore) Acquire(ctx context.Context, n int64) error {
 	if ctx.Done() == nil && s.tryAcquire(n) {
 		return nil
@@ -95,10 +104,11 @@ func (s *Semaphore) Acquire(ctx context.Context, n int64) error {
 	return s.acquireSlow(ctx, n)
 }
 
-// AcquireTimeout is Acquire with a deadline d from now instead of a context. On
-// expiry it returns an error matching ErrTimedOut and context.DeadlineExceeded. If
-// d <= 0 it never waits: it fails with that error when it would have to.
-// AcquireTimeout panics if n is negative.
+// AcquireTimeout is Acquire with a deadline d from now instead of a context. It
+// fails as Acquire does (ErrBroken, ErrTooLarge, ErrQueueFull, in that order, at
+// once), and on expiry with an error matching ErrTimedOut and
+// context.DeadlineExceeded. If d <= 0 it never waits: it fails with that error
+// when it would have to. AcquireTimeout panics if n is negative.
 func (s *Semaphore) AcquireTimeout(d time.Duration, n int64) error {
 	if s.tryAcquire(n) {
 		return nil
