@@ -355,12 +355,13 @@ func newControlled(shedding bool) *controlled {
 
 func (s *controlled) serve(ctx context.Context, cost int64, inFlight *memoryGauge) (outcome, time.Time, error) {
 	p, err := s.ctrl.Acquire(ctx, "query", cost)
-	switch {
-	case errors.Is(err, semaphore.ErrQueueFull), errors.Is(err, semaphore.ErrShed):
-		return shed, time.Now(), nil
-	case errors.Is(err, context.DeadlineExceeded):
-		return timedOutQueued, time.Now(), nil
-	case err != nil:
+	if err != nil {
+		switch o, _ := semaphore.OutcomeOf(err); o {
+		case semaphore.QueueFull, semaphore.Shed:
+			return shed, time.Now(), nil
+		case semaphore.TimedOut:
+			return timedOutQueued, time.Now(), nil
+		}
 		return 0, time.Time{}, err
 	}
 	defer p.Release()
