@@ -225,7 +225,20 @@ func (s *Semaphore) acquireSlow(ctx context.Context, n int64) error {
 			if done != nil {
 				return s.waitContext(ctx, w, e)
 			}
-			return s.waitCond(w, e)
+			// The plain wait, here rather than in a function of its own so that
+			// nothing stands between the park and the caller. Its context cannot
+			// end, so its grant is always kept.
+			w.ch = onCond
+			start := now()
+			s.x.Load().cond.Wait() // takes a ticket in list order, unlocks mu, parks
+			code := w.n.Load()
+			if code >= 0 {
+				code = s.wokenOutOfTurn(w)
+			}
+			w.ch = nil
+			waiterPool.Put(w)
+			e.outcome, e.waited = outcomeOf(code), now()-start
+			return s.end(e)
 		}
 	}
 	e.ctx = ctx
@@ -237,7 +250,8 @@ func (s *Semaphore) acquireSlow(ctx context.Context, n int64) error {
 
 // kept decides whether an Acquire granted its units keeps them, and is the one
 // place that decides it for every grant an Acquire obtains: on the lock-free path,
-// after the yield, at once in join, or after waiting (queued). A call whose
+// after the yield, at once in join, or after waiting (queued); a plain wait's
+// context cannot end. A call whose
 // context is done once it holds the units gives them back, as x/sync's Acquire
 // does, and fails with its context's error: a cancellation that happened before
 // the grant (a cancel, then the Release that granted the units) always wins, and
@@ -262,22 +276,6 @@ func (s *Semaphore) kept(ctx context.Context, n int64, queued bool) bool {
 	s.mu.Unlock()
 	s.Release(n)
 	return false
-}
-
-// waitCond parks a plain waiter, one whose context cannot end, on the semaphore's
-// Cond until it is settled. It is called with mu held.
-func (s *Semaphore) waitCond(w *waiter, e ending) error {
-	w.ch = onCond
-	start := now()
-	s.x.Load().cond.Wait() // takes a ticket in list order, unlocks mu, parks
-	code := w.n.Load()
-	if code >= 0 {
-		code = s.wokenOutOfTurn(w)
-	}
-	w.ch = nil
-	waiterPool.Put(w)
-	e.outcome, e.waited = outcomeOf(code), now()-start
-	return s.end(e)
 }
 
 // acquireTimeoutSlow is AcquireTimeout after its lock-free attempt.
