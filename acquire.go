@@ -251,13 +251,13 @@ func (s *Semaphore) acquireSlow(ctx context.Context, n int64) error {
 // kept decides whether an Acquire granted its units keeps them, and is the one
 // place that decides it for every grant an Acquire obtains: on the lock-free path,
 // after the yield, at once in join, or after waiting (queued); a plain wait's
-// context cannot end. A call whose
-// context is done once it holds the units gives them back, as x/sync's Acquire
-// does, and fails with its context's error: a cancellation that happened before
-// the grant (a cancel, then the Release that granted the units) always wins, and
-// one concurrent with the grant may. The units go back as by Release, so the
-// waiters that now fit are granted in FIFO order and nothing is lost; the grant
-// is taken out of Stats.Acquired, which counts the calls that returned nil.
+// context cannot end. A call whose context is done once it holds the units gives
+// them back, as x/sync's Acquire does, and fails with its context's error: a
+// cancellation that happened before the grant (a cancel, then the Release that
+// granted the units) always wins, and one concurrent with the grant may. The
+// units go back as by Release, so the waiters that now fit are granted in FIFO
+// order and nothing is lost; the grant is taken out of Stats.Acquired, which
+// counts the calls that returned nil.
 func (s *Semaphore) kept(ctx context.Context, n int64, queued bool) bool {
 	select {
 	case <-ctx.Done():
