@@ -242,7 +242,7 @@ func (s *Semaphore) acquireSlow(ctx context.Context, n int64) error {
 		}
 	}
 	e.ctx = ctx
-	if e.outcome == Granted && !s.kept(ctx, n, false) {
+	if e.outcome == Granted && done != nil && !s.kept(done, n, false) {
 		e.outcome = contextOutcome(ctx)
 	}
 	return s.end(e)
@@ -257,10 +257,11 @@ func (s *Semaphore) acquireSlow(ctx context.Context, n int64) error {
 // granted the units) always wins, and one concurrent with the grant may. The
 // units go back as by Release, so the waiters that now fit are granted in FIFO
 // order and nothing is lost; the grant is taken out of Stats.Acquired, which
-// counts the calls that returned nil.
-func (s *Semaphore) kept(ctx context.Context, n int64, queued bool) bool {
+// counts the calls that returned nil. done is the context's Done channel; a call
+// whose context cannot end (nil) never asks.
+func (s *Semaphore) kept(done <-chan struct{}, n int64, queued bool) bool {
 	select {
-	case <-ctx.Done():
+	case <-done:
 	default:
 		return true
 	}
@@ -396,7 +397,7 @@ func (s *Semaphore) waitContext(ctx context.Context, w *waiter, e ending) error 
 	case <-ctx.Done():
 		e.outcome = s.abandon(ctx, w)
 	}
-	if e.outcome == Granted && !s.kept(ctx, e.n, true) {
+	if e.outcome == Granted && !s.kept(ctx.Done(), e.n, true) {
 		e.outcome = contextOutcome(ctx)
 	}
 	e.waited, e.ctx = now()-start, ctx
