@@ -355,12 +355,13 @@ func newControlled(shedding bool) *controlled {
 
 func (s *controlled) serve(ctx context.Context, cost int64, inFlight *memoryGauge) (outcome, time.Time, error) {
 	p, err := s.ctrl.Acquire(ctx, "query", cost)
-	switch {
-	case errors.Is(err, semaphore.ErrQueueFull), errors.Is(err, semaphore.ErrShed):
-		return shed, time.Now(), nil
-	case errors.Is(err, context.DeadlineExceeded):
-		return timedOutQueued, time.Now(), nil
-	case err != nil:
+	if err != nil {
+		switch o, _ := semaphore.OutcomeOf(err); o {
+		case semaphore.QueueFull, semaphore.Shed:
+			return shed, time.Now(), nil
+		case semaphore.TimedOut:
+			return timedOutQueued, time.Now(), nil
+		}
 		return 0, time.Time{}, err
 	}
 	defer p.Release()
@@ -376,13 +377,13 @@ func (s *controlled) dump() string { return s.ctrl.Diagnostics(6) }
 func (s *controlled) counters() string {
 	st := s.ctrl.Stats()
 	return fmt.Sprintf("admitted %d (%d at once); queued %d, because of count %d, memory %d, CPU %d; shed %d; timed out in the queue %d",
-		st.Admitted, st.AdmittedImmediately, st.QueuedForAdmission, st.QueuedBecauseCount, st.QueuedBecauseMemory,
+		st.Acquired, st.AcquiredImmediately, st.QueuedForAdmission, st.QueuedBecauseCount, st.QueuedBecauseMemory,
 		st.QueuedBecauseCPU, st.Shed, st.TimedOut)
 }
 
 func (s *controlled) drained() error {
 	st := s.ctrl.Stats()
-	if st.Used != (admission.Resources{}) || st.CurrentPermits != 0 || st.Waiters != 0 || st.NeedCPUPermits != 0 {
+	if st.Held != (admission.Resources{}) || st.CurrentPermits != 0 || st.Waiters != 0 || st.NeedCPUPermits != 0 {
 		return fmt.Errorf("controller not drained:\n%s", s.ctrl.Diagnostics(0))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
