@@ -28,7 +28,8 @@ type CapacityConfig struct {
 	// ProbeInterval: when no window found the round trip within Headroom/4
 	// of its no-load value for this long, the limit goes to three quarters
 	// for one round trip, below the capacity, and the round trip measured
-	// there becomes the no-load one; then the limit goes back. It re-measures
+	// there becomes the no-load one if it is more than 1+Headroom times it;
+	// then the limit goes back. It re-measures
 	// a no-load round trip that is out of date, at the cost of a quarter of
 	// the limit for one round trip per interval under sustained overload.
 	// Default 2s; negative disables it.
@@ -158,8 +159,12 @@ func (c *Capacity) Update(s Sample) int {
 	}
 	if c.drained > 0 {
 		// The first window granted under the drained limit, below the
-		// capacity: its round trip is the no-load one, whatever it was.
-		c.noLoad, c.clean = rtt, s.Time
+		// capacity: its round trip is the no-load one, if it differs by
+		// more than a busy machine's noise.
+		if rtt > c.noLoad+time.Duration(float64(c.noLoad)*h) {
+			c.noLoad = rtt
+		}
+		c.clean = s.Time
 		c.set(s.Time, c.drained)
 		c.drained = 0
 		return c.Limit()
