@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -97,4 +98,37 @@ func TestOptions_PanicOnInvalidValues(t *testing.T) {
 	assert.Equal(t, time.Hour, h.threshold)
 	_, _, body := get(t, h, "/d/")
 	assert.Contains(t, body, `data-refresh-ms="0"`)
+}
+
+// A number a source does not know sorts below every known one, whichever the
+// direction, and an object with no limit sorts above every capacity.
+func TestIndex_UnknownSortsBelowKnownAndNoLimitAbove(t *testing.T) {
+	r := newRegistry()
+	defer registerPtr(r, newFake("unknown", Snapshot{Unknown: AllFields}))()
+	defer registerPtr(r, newFake("zero", Snapshot{}))()
+	defer registerPtr(r, newFake("unlimited", Snapshot{Unlimited: true}))()
+	defer registerPtr(r, newFake("big", Snapshot{Capacity: 1 << 40, Available: 1 << 40}))()
+	h := newHandler(r)
+	order := func(sort string, desc bool) []string {
+		var keys []string
+		for _, row := range h.index(sort, desc).Rows {
+			keys = append(keys, row.Key)
+		}
+		return keys
+	}
+	for _, col := range []string{"capacity", "available"} {
+		assert.Equal(t, []string{"unknown", "zero", "big", "unlimited"}, order(col, false), col)
+		assert.Equal(t, []string{"unlimited", "big", "zero", "unknown"}, order(col, true), col)
+	}
+	assert.Equal(t, "unknown", order("waiters", false)[0])
+	assert.Equal(t, "unknown", order("inuse", false)[0])
+}
+
+// A cut name keeps whole characters: the index never shows half of one.
+func TestShort_CutsWholeCharactersAndMarksTheCut(t *testing.T) {
+	assert.Equal(t, strings.Repeat("é", shortLen), short(strings.Repeat("é", shortLen)), "a name of the limit is whole")
+	cut := short(strings.Repeat("é", shortLen+1))
+	assert.Equal(t, strings.Repeat("é", shortLen-1)+"…", cut)
+	assert.True(t, utf8.ValidString(cut))
+	assert.Equal(t, "", short(""))
 }

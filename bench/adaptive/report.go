@@ -30,6 +30,7 @@ type stats struct {
 
 	overall, overallRatio, singleRatio float64       // goodput over the run; its ratio to the per-phase best static's, to the best single static's
 	allP50, allP99                     time.Duration // over the run
+	lag                                time.Duration // p99 of how late the callers started: the machine's scheduling noise
 	allEnds                            [endings]int
 }
 
@@ -59,6 +60,7 @@ func measure(all []namedStrategy, rs []result, ld load) ([]stats, []string) {
 		}
 		s.overall = float64(s.allEnds[served]) / (ld.phaseLen * time.Duration(len(phases))).Seconds()
 		s.allP50, s.allP99 = quantile(lat, 0.5), quantile(lat, 0.99)
+		s.lag = quantile(r.lag, 0.99)
 	}
 
 	best := &out[len(rs)]
@@ -97,6 +99,9 @@ func measure(all []namedStrategy, rs []result, ld load) ([]stats, []string) {
 		lat = append(lat, rs[bi].latency[p]...)
 	}
 	best.allP50, best.allP99 = quantile(lat, 0.5), quantile(lat, 0.99)
+	for _, bi := range bestOf {
+		best.lag = max(best.lag, out[bi].lag)
+	}
 	for i, ns := range all {
 		if ns.group == "static" {
 			single = max(single, out[i].overall)
@@ -221,6 +226,7 @@ func report(w io.Writer, all []namedStrategy, results [][]result, ld load, clock
 		fmt.Fprintf(w, "  %d. capacity %d, base latency %v (up to %.0f/s), load %.1fx (%.0f arrivals/s)\n", p+1, ph.capacity, ph.base, ph.throughput(), ph.load, ph.rate())
 	}
 	fmt.Fprintf(w, "Every number is the median of the runs (range). Goodput: requests served within their deadline, per second, by phase of arrival.\n")
+	fmt.Fprintf(w, "Start lag: how late a request's caller started after its arrival, the machine's scheduling noise (0 in simulated time).\n")
 	fmt.Fprintf(w, "Limit back: seconds from the step until the limit is within ±%.0f%% of the new capacity and stays there; goodput back: until every %v window serves within %.0f%% of the phase's best static limit in the second half of the phase.\n",
 		100*limitBand, goodputSpan, 100*goodputBand)
 
@@ -266,7 +272,7 @@ func report(w io.Writer, all []namedStrategy, results [][]result, ld load, clock
 		}
 	}
 
-	fmt.Fprintf(w, "\n### The whole run\n\n| strategy | goodput/s | × best static per phase | × best single static | p50 ms | p99 ms | refused | queue timeouts | late |\n|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(w, "\n### The whole run\n\n| strategy | goodput/s | × best static per phase | × best single static | p50 ms | p99 ms | refused | queue timeouts | late | start lag p99 ms |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	for i, n := range rows {
 		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s |", n,
 			cell(i, func(s stats) float64 { return s.overall }, "%.0f"),
@@ -277,7 +283,7 @@ func report(w io.Writer, all []namedStrategy, results [][]result, ld load, clock
 		for _, e := range []ending{refused, queueTimeout, late} {
 			fmt.Fprintf(w, " %s |", cell(i, func(s stats) float64 { return float64(s.allEnds[e]) }, "%.0f"))
 		}
-		fmt.Fprintln(w)
+		fmt.Fprintf(w, " %s |\n", cell(i, func(s stats) float64 { return ms(s.lag) }, "%.0f"))
 	}
 	if hasBest {
 		targets(w, all, per)
@@ -361,4 +367,37 @@ func backText(secs float64) string {
 		return "never back within the band"
 	}
 	return fmt.Sprintf("back after %.1fs", secs)
+}
+
+// checkModel returns an error unless a simulated run shows the backend's
+// physics: in every phase the best static limit serves at least 90% of what
+// the backend or the load allows, and in a phase of overload the static limit
+// furthest above the capacity serves less than the one at it.
+func checkModel(all []namedStrategy, rs []result, ld load) error {
+	st, _ := measure(all, rs, ld)
+	for p, ph := range phases {
+		best, atCap, above, aboveLimit := 0.0, -1.0, -1.0, 0
+		for i, s := range all {
+			if s.group != "static" {
+				continue
+			}
+			g := st[i].goodput[p]
+			best = max(best, g)
+			n := rs[i].limits[0]
+			if n == ph.capacity {
+				atCap = max(atCap, g)
+			}
+			if n > aboveLimit {
+				above, aboveLimit = g, n
+			}
+		}
+		if want := 0.9 * min(ph.rate(), ph.throughput()); best < want {
+			return fmt.Errorf("phase %d: the best static limit serves %.0f/s, under 90%% of the %.0f/s the phase allows", p+1, best, want/0.9)
+		}
+		if ph.load > 1 && atCap >= 0 && aboveLimit > ph.capacity && above >= atCap {
+			return fmt.Errorf("phase %d: a static limit of %d serves %.0f/s, no less than %.0f/s at the capacity of %d: the backend does not thrash",
+				p+1, aboveLimit, above, atCap, ph.capacity)
+		}
+	}
+	return nil
 }

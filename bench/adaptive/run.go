@@ -23,6 +23,11 @@ const (
 
 // load is what every request of a run is given: a deadline from its arrival
 // for the whole call, and a shorter budget for waiting in the limiter's queue.
+// The defaults (main's flags), 1s and 100ms, are those of a service that
+// calls a 50–100ms backend: a deadline of 10–20 base latencies, so that only
+// a limit far above the capacity makes requests late, and a queue budget of
+// one or two, so that a caller does not wait for a slot longer than it would
+// be served.
 type load struct {
 	phaseLen    time.Duration
 	deadline    time.Duration
@@ -36,6 +41,7 @@ type result struct {
 	limits   []int             // per bucket: the limit at its end
 	inFlight []int             // per bucket: requests at the backend at its end, those whose caller left included
 	ends     [][endings]int    // per phase, by arrival: requests by how they ended
+	lag      []time.Duration   // per request: how late its caller started after its arrival (the machine's scheduling)
 }
 
 // runOne replays the arrivals through a fresh strategy in front of a fresh
@@ -47,7 +53,7 @@ func runOne(ns namedStrategy, arr []time.Duration, ld load) result {
 	nb := int(total / bucket)
 	res := result{served: make([]int, nb), latency: make([][]time.Duration, len(phases)),
 		limits: make([]int, nb), inFlight: make([]int, nb), ends: make([][endings]int, len(phases))}
-	var mu sync.Mutex // guards res's served, latency and ends
+	var mu sync.Mutex // guards res's served, latency, ends and lag
 
 	s := ns.make()
 	b := newBackend(phases[0])
@@ -63,9 +69,15 @@ func runOne(ns namedStrategy, arr []time.Duration, ld load) result {
 		defer sampler.Done()
 		t := time.NewTicker(bucket)
 		defer t.Stop()
-		for k := range nb {
+		for k := 0; k < nb; {
 			<-t.C
-			res.limits[k], res.inFlight[k] = s.limit(), b.inFlight()
+			// A ticker drops the ticks a stalled receiver missed: the buckets
+			// that ended since the last tick take this sample.
+			ended := min(nb, int(time.Since(start)/bucket))
+			l, n := s.limit(), b.inFlight()
+			for ; k < ended; k++ {
+				res.limits[k], res.inFlight[k] = l, n
+			}
 		}
 	}()
 
@@ -78,6 +90,7 @@ func runOne(ns namedStrategy, arr []time.Duration, ld load) result {
 		callers.Add(1)
 		go func() {
 			defer callers.Done()
+			lag := time.Since(arrival)
 			ctx, cancel := context.WithDeadline(context.Background(), arrival.Add(ld.deadline))
 			defer cancel()
 			queue, cancelQueue := context.WithDeadline(ctx, arrival.Add(ld.queueBudget))
@@ -88,6 +101,7 @@ func runOne(ns namedStrategy, arr []time.Duration, ld load) result {
 			mu.Lock()
 			defer mu.Unlock()
 			res.ends[p][e]++
+			res.lag = append(res.lag, lag)
 			if e == served {
 				res.latency[p] = append(res.latency[p], end.Sub(arrival))
 				if k := int(end.Sub(start) / bucket); k < nb {
