@@ -81,6 +81,12 @@ type CapacityConfig struct {
 //     backend, and does not drift up under sustained overload, as a baseline
 //     that forgets its minimum over time does.
 //
+// On the module's benchmark (the README's table), its median limit is within
+// 10% of the capacity in every phase, it serves 0.87 of the best static limit
+// per phase in real time on a shared machine (0.95 simulated), 0.99 of it
+// after the capacity fell to a quarter, with the lowest p99 of the adaptive
+// algorithms.
+//
 // Capacity needs the Sample's Load and Waited, which a Limiter fills.
 type Capacity struct {
 	cfg     CapacityConfig
