@@ -2,14 +2,13 @@ package etcdsem
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
 
 	"github.com/fairsem/semaphore"
+	"github.com/fairsem/semaphore/internal/errs"
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
-	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -28,40 +27,56 @@ import (
 //
 // An RPC whose outcome is unknown (a timeout, a dropped connection) is retried
 // with the same key: if the first attempt was written, the retry finds it and
-// keeps its place. Acquire never leaves a key behind when it fails.
+// keeps its place. A request etcd refuses for good (too large, not permitted,
+// its database full) ends the call with etcd's error, and a lease the server no
+// longer knows with ErrLost. So every call ends: granted, refused, by ctx, by
+// the loss of its lease (within the TTL when etcd cannot be reached), or by
+// Close. Acquire never leaves a key behind when it fails.
 // It panics if n is negative or above semaphore.MaxUnits.
 func (s *Semaphore) Acquire(ctx context.Context, n int64) (*Units, error) {
 	s.checkUnits("Acquire", n)
 	start := time.Now()
 	if ctx.Err() != nil {
-		return nil, s.waitError(ctx, n, start)
+		return nil, s.waitError(ctx, acquireCall(n), start)
 	}
+	cctx, stop := s.callContext(ctx)
+	defer stop()
 	for {
-		l, err := s.currentLease(ctx)
+		l, err := s.currentLease(cctx)
 		if err != nil {
-			return nil, s.rpcError(ctx, acquireOp(n), n, start, err)
+			return nil, s.rpcError(ctx, acquireCall(n), start, err)
 		}
 		s.mu.Lock()
 		if s.closed {
 			s.mu.Unlock()
-			return nil, s.errorf(acquireOp(n), "%w", ErrClosed)
+			return nil, s.closedError(acquireCall(n))
 		}
 		r := s.newRequestLocked(l, n)
 		s.mu.Unlock()
-		resp, attempts, err := s.txnAcquire(ctx, r)
-		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
-			// The lease expired before the first write: nothing was written.
-			l.fail(fmt.Errorf("lease %x not found on the server: %w", int64(l.id), ErrLost))
-			continue
-		}
+		resp, attempts, err := s.txnAcquire(cctx, r)
 		if err != nil {
+			gone := classify(err) == rpcLeaseGone
+			if gone {
+				l.fail(fmt.Errorf("lease %x not found on the server: %w", int64(l.id), ErrLost)) // fails r
+			}
 			s.mu.Lock()
+			failed, ferr := r.state == stateFailed, r.err
 			s.abandonLocked(r)
 			s.mu.Unlock()
-			return nil, s.rpcError(ctx, acquireOp(n), n, start, err)
+			switch {
+			case ctx.Err() != nil:
+				return nil, s.waitError(ctx, acquireCall(n), start)
+			case gone && attempts == 1:
+				continue // nothing was written: try again on a new lease
+			case failed:
+				return nil, ferr // its lease was lost or the handle closed meanwhile
+			}
+			return nil, s.rpcError(ctx, acquireCall(n), start, err)
 		}
-		if err := s.afterWrite(r, resp, attempts); err != nil {
-			return nil, err
+		if resp != nil { // nil: granted before the answer came
+			if err := s.afterWrite(r, resp, attempts); err != nil {
+				return nil, err
+			}
 		}
 		select {
 		case <-r.done:
@@ -73,7 +88,7 @@ func (s *Semaphore) Acquire(ctx context.Context, n int64) (*Units, error) {
 			// a failed call leaves no trace, and the units pass on.
 			s.abandonLocked(r)
 			s.mu.Unlock()
-			return nil, s.waitError(ctx, n, start)
+			return nil, s.waitError(ctx, acquireCall(n), start)
 		}
 		defer s.mu.Unlock()
 		if r.state != stateHeld {
@@ -93,7 +108,8 @@ func (s *Semaphore) AcquireTimeout(ctx context.Context, d time.Duration, n int64
 		if err != nil || ok {
 			return u, err
 		}
-		return nil, s.errorf(acquireOp(n), "timed out after %v: %w", d, allOf(semaphore.ErrTimedOut, context.DeadlineExceeded))
+		return nil, s.fail(acquireCall(n), semaphore.TimedOut, "timed out after "+d.String()+": "+context.DeadlineExceeded.Error(),
+			semaphore.ErrTimedOut, context.DeadlineExceeded)
 	}
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
@@ -102,10 +118,12 @@ func (s *Semaphore) AcquireTimeout(ctx context.Context, d time.Duration, n int64
 
 // txnAcquire writes r's key in one transaction: if the semaphore is not
 // broken, n does not exceed the capacity and the key is absent, put the key;
-// otherwise read the key, the broken key and the capacity. A
-// failed attempt's outcome is unknown, so the same transaction is retried until
-// it gets an answer or ctx ends: a retry after a write that landed takes the
-// else branch and finds the key, keeping its place.
+// otherwise read the key, the broken key and the capacity. An attempt whose
+// outcome is unknown is retried, the same transaction, until it gets an answer,
+// etcd refuses it, its lease is gone, r is settled (granted, with a nil
+// answer, or failed: its lease lost, the handle closed) or ctx ends: a retry
+// after a write that landed takes the else branch and finds the key, keeping
+// its place.
 func (s *Semaphore) txnAcquire(ctx context.Context, r *request) (*clientv3.TxnResponse, int, error) {
 	val := formatValue(r.n, r.born, s.cfg.clientTag)
 	for attempts := 1; ; attempts++ {
@@ -122,12 +140,23 @@ func (s *Semaphore) txnAcquire(ctx context.Context, r *request) (*clientv3.TxnRe
 			clientv3.OpGet(s.capKey),
 		).Commit()
 		cancel()
-		if err == nil || errors.Is(err, rpctypes.ErrLeaseNotFound) && attempts == 1 || ctx.Err() != nil {
+		if err == nil || ctx.Err() != nil || classify(err) != rpcUnknown {
 			return resp, attempts, err
 		}
 		select {
 		case <-ctx.Done():
 			return nil, attempts, ctx.Err()
+		case <-r.done:
+			// Settled meanwhile: granted by the watch, which saw an earlier
+			// attempt's write (its answer is not needed), or failed (its
+			// lease lost, the handle closed).
+			s.mu.Lock()
+			granted := r.state == stateHeld
+			s.mu.Unlock()
+			if granted {
+				return nil, attempts, nil
+			}
+			return nil, attempts, err
 		case <-time.After(retryPause):
 		}
 	}
@@ -173,10 +202,10 @@ func (s *Semaphore) afterWrite(r *request, resp *clientv3.TxnResponse, attempts 
 	}
 	var err error
 	if kvs := resp.Responses[1].GetResponseRange().Kvs; len(kvs) > 0 {
-		err = s.errorf(acquireOp(r.n), "broken: %s: %w", kvs[0].Value, semaphore.ErrBroken)
+		err = s.brokenError(acquireCall(r.n), string(kvs[0].Value))
 	} else {
 		c := capacityOf(resp.Responses[2].GetResponseRange())
-		err = s.errorf(acquireOp(r.n), "more than the capacity %d: %w", c, semaphore.ErrTooLarge)
+		err = s.tooLargeError(acquireCall(r.n), c)
 	}
 	r.finish(stateFailed, err)
 	if attempts == 1 {
@@ -213,22 +242,25 @@ func capacityOf(rr *etcdserverpb.RangeResponse) int64 {
 	return c
 }
 
-// waitError is the error of a call whose ctx ended.
-func (s *Semaphore) waitError(ctx context.Context, n int64, start time.Time) error {
-	waited := time.Since(start).Round(time.Millisecond)
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return s.errorf(acquireOp(n), "timed out after %v: %w", waited, allOf(semaphore.ErrTimedOut, ctx.Err(), context.Cause(ctx)))
+// waitError is the error of an acquire c whose ctx ended, started at start:
+// TimedOut if its deadline passed, matching semaphore.ErrTimedOut too, and
+// Cancelled otherwise, whatever its cause matches.
+func (s *Semaphore) waitError(ctx context.Context, c call, start time.Time) error {
+	deadline, why, matches := errs.Context(ctx)
+	after := " after " + time.Since(start).Round(time.Millisecond).String() + ": " + why
+	if deadline {
+		return s.fail(c, semaphore.TimedOut, "timed out"+after, append(matches, semaphore.ErrTimedOut)...)
 	}
-	return s.errorf(acquireOp(n), "canceled after %v: %w", waited, allOf(ctx.Err(), context.Cause(ctx)))
+	return s.fail(c, semaphore.Cancelled, "canceled"+after, matches...)
 }
 
-// rpcError is the error of a call (op, for n units) that could not reach etcd
-// or was closed.
-func (s *Semaphore) rpcError(ctx context.Context, op string, n int64, start time.Time, err error) error {
+// rpcError is the error of an acquire c whose RPC failed with err: the wait's
+// if ctx ended, otherwise failed's.
+func (s *Semaphore) rpcError(ctx context.Context, c call, start time.Time, err error) error {
 	if ctx.Err() != nil {
-		return s.waitError(ctx, n, start)
+		return s.waitError(ctx, c, start)
 	}
-	return s.errorf(op, "%w", err)
+	return s.failed(c, err)
 }
 
 // checkUnits panics on a negative or oversized count: a programmer error.

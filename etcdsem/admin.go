@@ -2,12 +2,12 @@ package etcdsem
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
 
 	"github.com/fairsem/semaphore"
+	"github.com/fairsem/semaphore/internal/errs"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -19,11 +19,13 @@ import (
 func (s *Semaphore) Resize(ctx context.Context, c int64) error {
 	s.checkUnits("Resize", c)
 	op := "resize to " + strconv.FormatInt(c, 10)
-	if err := s.errIfClosed(op); err != nil {
+	if err := s.errIfClosed(opCall(op)); err != nil {
 		return err
 	}
-	if _, err := s.cli.Put(ctx, s.capKey, formatUnits(c)); err != nil {
-		return s.errorf(op, "%w", err)
+	cctx, stop := s.callContext(ctx)
+	defer stop()
+	if _, err := s.cli.Put(cctx, s.capKey, formatUnits(c)); err != nil {
+		return s.failed(opCall(op), err)
 	}
 	return nil
 }
@@ -38,11 +40,13 @@ func (s *Semaphore) Break(ctx context.Context, err error) error {
 	if err == nil {
 		panic(fmt.Sprintf("etcdsem %q: Break(nil): a reason is required", s.name))
 	}
-	if cerr := s.errIfClosed("break"); cerr != nil {
+	if cerr := s.errIfClosed(opCall("break")); cerr != nil {
 		return cerr
 	}
-	if _, perr := s.cli.Put(ctx, s.brokenKey, err.Error()); perr != nil {
-		return s.errorf("break", "%w", perr)
+	cctx, stop := s.callContext(ctx)
+	defer stop()
+	if _, perr := s.cli.Put(cctx, s.brokenKey, err.Error()); perr != nil {
+		return s.failed(opCall("break"), perr)
 	}
 	return nil
 }
@@ -50,11 +54,13 @@ func (s *Semaphore) Break(ctx context.Context, err error) error {
 // Repair undoes Break: later acquires proceed. Waiters failed by the break stay
 // failed. Repairing a semaphore that is not broken does nothing.
 func (s *Semaphore) Repair(ctx context.Context) error {
-	if err := s.errIfClosed("repair"); err != nil {
+	if err := s.errIfClosed(opCall("repair")); err != nil {
 		return err
 	}
-	if _, err := s.cli.Delete(ctx, s.brokenKey); err != nil {
-		return s.errorf("repair", "%w", err)
+	cctx, stop := s.callContext(ctx)
+	defer stop()
+	if _, err := s.cli.Delete(cctx, s.brokenKey); err != nil {
+		return s.failed(opCall("repair"), err)
 	}
 	return nil
 }
@@ -69,14 +75,16 @@ func (s *Semaphore) Repair(ctx context.Context) error {
 // held; nobody's units are touched.
 func (s *Semaphore) Drain(ctx context.Context) error {
 	start := time.Now()
-	if err := s.errIfClosed("drain"); err != nil {
+	if err := s.errIfClosed(opCall("drain")); err != nil {
 		return err
 	}
-	if err := s.catchUp(ctx); err != nil {
+	cctx, stop := s.callContext(ctx)
+	defer stop()
+	if err := s.catchUp(cctx); err != nil {
 		if ctx.Err() != nil {
 			return s.drainError(ctx, start)
 		}
-		return s.errorf("drain", "%w", err)
+		return s.failed(opCall("drain"), err)
 	}
 	for {
 		s.mu.Lock()
@@ -84,14 +92,17 @@ func (s *Semaphore) Drain(ctx context.Context) error {
 		s.mu.Unlock()
 		switch {
 		case closed:
-			return s.errorf("drain", "%w", ErrClosed)
+			return s.closedError(opCall("drain"))
 		case held == 0:
 			return nil
 		}
 		select {
 		case <-ch:
-		case <-ctx.Done():
-			return s.drainError(ctx, start)
+		case <-cctx.Done():
+			if ctx.Err() != nil {
+				return s.drainError(ctx, start)
+			}
+			// Closed: the loop says so.
 		}
 	}
 }
@@ -101,12 +112,13 @@ func (s *Semaphore) drainError(ctx context.Context, start time.Time) error {
 	s.mu.Lock()
 	held := s.q.held()
 	s.mu.Unlock()
-	waited := time.Since(start).Round(time.Millisecond)
-	still := unitsText(held) + " still held"
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return s.errorf("drain", "%s: timed out after %v: %w", still, waited, allOf(semaphore.ErrTimedOut, ctx.Err(), context.Cause(ctx)))
+	deadline, why, matches := errs.Context(ctx)
+	still := errs.Count(held, "unit") + " still held: "
+	after := " after " + time.Since(start).Round(time.Millisecond).String() + ": " + why
+	if deadline {
+		return s.fail(opCall("drain"), nil, still+"timed out"+after, append(matches, semaphore.ErrTimedOut)...)
 	}
-	return s.errorf("drain", "%s: canceled after %v: %w", still, waited, allOf(ctx.Err(), context.Cause(ctx)))
+	return s.fail(opCall("drain"), nil, still+"canceled"+after, matches...)
 }
 
 // Stats is a snapshot of a semaphore, from one handle's view at one revision.
@@ -136,11 +148,13 @@ type Entry struct {
 // history was compacted, keys that did not fit then are reported as waiters,
 // though some may be holders kept by a shrinking Resize.
 func (s *Semaphore) Stats(ctx context.Context) (Stats, error) {
-	if err := s.errIfClosed("stats"); err != nil {
+	if err := s.errIfClosed(opCall("stats")); err != nil {
 		return Stats{}, err
 	}
-	if err := s.catchUp(ctx); err != nil {
-		return Stats{}, s.errorf("stats", "%w", err)
+	cctx, stop := s.callContext(ctx)
+	defer stop()
+	if err := s.catchUp(cctx); err != nil {
+		return Stats{}, s.failed(opCall("stats"), err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

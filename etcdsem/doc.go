@@ -27,8 +27,11 @@
 // as "%2F", then "/" ("jobs/", "app%2Fjobs/"). No other semaphore's keys start
 // with it, whatever bytes the names hold, so names that nest ("a", "a/b",
 // "a/q", "a/q/x") are independent semaphores (the argument is in keys.go).
-// Every key holds the escaped name, so a name's length is bounded only by
-// etcd's request size limit (--max-request-bytes, 1.5 MiB by default).
+// Every key holds the escaped name, and the acquire transaction holds seven
+// keys, so a name is bounded by etcd's request size limit (--max-request-bytes,
+// 1.5 MiB by default) divided by seven: New refuses a name longer than
+// MaxNameLen (200 KiB) escaped, with an error matching
+// rpctypes.ErrRequestTooLarge.
 // Under the prefix: "cap" holds the capacity (zero-padded decimal, so that
 // etcd compares values as numbers), "broken" is present while broken (its
 // value is the reason), and "q/<lease>-<seq>" is one key per acquire, waiting
@@ -132,13 +135,17 @@
 //     every acquire would contend on. Return (giving back part of a holding
 //     in place) is supported.
 //   - Errors read `etcdsem "NAME": WHAT: WHY` (for example `etcdsem "jobs":
-//     acquire 2 units: timed out after 1.5s: timed out: context deadline
-//     exceeded`), naming the semaphore by its name, not its keys. A meaning
-//     shared with the in-process semaphore wraps the core's sentinel
-//     (semaphore.ErrBroken, ErrTimedOut, ErrTooLarge, ErrInsufficientUnits),
-//     so one errors.Is check serves both; ErrQueueFull never occurs (there is
-//     no bound on waiters). "queued behind N" is not reported (it would cost a
-//     read per failure).
+//     acquire 2 units: timed out after 1.5s: context deadline exceeded`),
+//     naming the semaphore by its name, not its keys. A meaning shared with
+//     the in-process semaphore wraps the core's sentinel (semaphore.ErrBroken,
+//     ErrTimedOut, ErrTooLarge, ErrInsufficientUnits), so one errors.Is check
+//     serves both, and an acquire's error carries its outcome for
+//     semaphore.OutcomeOf as the core's does (TimedOut, Cancelled, Broken,
+//     TooLarge; a context cancelled with any cause is Cancelled). An acquire
+//     ended by ErrLost, ErrClosed or an RPC failure carries none: the
+//     semaphore decided nothing. ErrQueueFull never occurs (there is no bound
+//     on waiters). "queued behind N" is not reported (it would cost a read per
+//     failure).
 //   - A new handle replays the history of the keys it finds, from just before
 //     the oldest was created, to learn which are granted. Where that history
 //     was compacted, or its watch later fell behind a compaction, it cannot
@@ -146,6 +153,20 @@
 //     its own acquires wait longer than needed, never shorter), Stats reports
 //     them as waiters, and a compaction fails its waiters with ErrLost rather
 //     than guess whether they were granted in the gap.
+//
+// # Every call ends
+//
+// No call waits on etcd without bound of its own: each ends when its context
+// ends, when Close is called, or, for an acquire, when etcd answers for good.
+// An RPC whose outcome is unknown (a timeout, a lost connection, no leader) is
+// retried; one etcd refuses for good (a request too large, permission denied,
+// the database full) ends the call with etcd's error, wrapped ("refused for
+// good"). An acquire whose lease is lost once its key may have been written
+// ends with ErrLost, its place gone with the lease: on the local notice of the
+// loss (within the TTL when etcd cannot be reached) or when the server says it
+// no longer knows the lease; before any write, it tries again on a new lease.
+// No call holds the handle's lock across an RPC, so a call that waits on etcd
+// (the first acquire's lease grant, a retry) delays no other call.
 //
 // # Decisions where the design leaves room
 //
@@ -159,7 +180,8 @@
 //   - A missing capacity is 0: every acquire of units fails with ErrTooLarge
 //     until Resize or WithCapacity sets one.
 //   - Close revokes the lease: every unit of the handle is given back at once,
-//     its waiters fail with ErrClosed. Closing is final and checked at every
+//     and every call of the handle in flight (a waiter, or a call waiting on
+//     etcd) ends with ErrClosed. Closing is final and checked at every
 //     entry point: Release and Return of the handle's units return nil
 //     afterwards (the units were given back, not lost: Err stays nil and Lost
 //     stays open), Close returns nil again, and every other call but Name

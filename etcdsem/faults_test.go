@@ -189,3 +189,42 @@ func TestCluster_LeaderKillAndStopKeepCheckerCleanAndProgress(t *testing.T) {
 	n := checkHistory(t, sems[0].cli, name, log)
 	assert.GreaterOrEqual(t, n, int(grants.Load()))
 }
+
+// An acquire in flight when its server stops past the lease's TTL ends with
+// ErrLost as soon as the lease is lost (TTL minus the margin after the last
+// renewal), while the server is still stopped; it never retries its
+// transaction on a lease the server, once it resumes, no longer knows.
+func TestServer_SIGSTOPPastTTLEndsAnAcquireInFlight(t *testing.T) {
+	p := newCluster(t, 1)[0]
+	p.start()
+	waitHealthy(t, p)
+	s := newSem(t, processClient(t, p.client), "sem", WithCapacity(1), WithTTL(2*time.Second))
+	ctx := testCtx(t, 2*time.Minute)
+	warmUp(t, ctx, s, &grantLog{}) // the lease exists: Acquire goes straight to its transaction
+
+	p.stop()
+	stopped := time.Now()
+	acquired := make(chan error, 1)
+	go func() {
+		_, err := s.Acquire(ctx, 1)
+		acquired <- err
+	}()
+	var err error
+	select {
+	case err = <-acquired:
+		t.Logf("the acquire ended %v after the server stopped (TTL 2s)", time.Since(stopped).Round(time.Millisecond))
+		p.cont()
+	case <-time.After(3 * 2 * time.Second):
+		t.Error("the acquire still waits 3 TTLs after the server stopped")
+		p.cont() // the server forgets the lease when it resumes
+		select {
+		case err = <-acquired:
+		case <-time.After(20 * time.Second):
+			t.Fatal("the acquire still retries 20s after the server resumed")
+		}
+	}
+	assert.ErrorIs(t, err, ErrLost)
+	assert.NoError(t, ctx.Err(), "ended by the loss, not by the context")
+	_, ok := semaphore.OutcomeOf(err)
+	assert.False(t, ok, "a lost lease is no outcome of the semaphore")
+}

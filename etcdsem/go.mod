@@ -5,7 +5,7 @@ go 1.25.0
 replace github.com/fairsem/semaphore => ../
 
 require (
-	github.com/fairsem/semaphore v0.0.0-00010101000000-000000000000
+	github.com/fairsem/semaphore v0.1.0
 	github.com/prometheus/client_golang v1.20.5
 	github.com/stretchr/testify v1.12.1
 	go.etcd.io/etcd/api/v3 v3.6.14
@@ -13,6 +13,7 @@ require (
 	go.etcd.io/etcd/server/v3 v3.6.14
 	go.uber.org/goleak v1.3.0
 	go.uber.org/zap v1.27.0
+	google.golang.org/grpc v1.82.1
 )
 
 require (
@@ -71,7 +72,6 @@ require (
 	golang.org/x/time v0.9.0 // indirect
 	google.golang.org/genproto/googleapis/api v0.0.0-20260414002931-afd174a4e478 // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260414002931-afd174a4e478 // indirect
-	google.golang.org/grpc v1.82.1 // indirect
 	google.golang.org/protobuf v1.36.11 // indirect
 	gopkg.in/natefinch/lumberjack.v2 v2.2.1 // indirect
 	sigs.k8s.io/json v0.0.0-20211020170558-c049b76a60c6 // indirect

@@ -36,6 +36,17 @@ func keysOf(name string) keyLayout {
 	return keyLayout{prefix: p, qprefix: p + "q/", capKey: p + "cap", brokenKey: p + "broken"}
 }
 
+// MaxNameLen is the longest name New accepts, in bytes as its keys hold it:
+// escaped, so len(KeyPrefix(name))-1, where each "%" and "/" takes three
+// bytes. The bound is etcd's: a server refuses a request above 1.5 MiB (its
+// default --max-request-bytes), and the longest request of a semaphore, the
+// acquire transaction, holds the escaped name seven times (its queue key three
+// times, the capacity and broken keys twice each), so that etcd refuses it
+// from about 224,600 bytes of escaped name on. The bound is set below that,
+// leaving room for the label of WithClientName, which the transaction holds
+// once.
+const MaxNameLen = 200 << 10
+
 var nameEscaper = strings.NewReplacer("%", "%25", "/", "%2F")
 
 // KeyPrefix returns the prefix of every key of the semaphore name and of no

@@ -1,6 +1,7 @@
 package etcdsem
 
 import (
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 )
 
 // nestingPairs are names whose keys collided, or nearly did, under a layout
@@ -140,4 +142,41 @@ func TestNew_AnyNonEmptyNameIsValidAndTheEmptyNamePanics(t *testing.T) {
 	u, err := s.Acquire(ctx, 1)
 	require.NoError(t, err)
 	require.NoError(t, u.Release(ctx))
+}
+
+// A name is bounded by what etcd accepts in one request, counted as the keys
+// hold it: New refuses a name whose escaped form is longer than MaxNameLen,
+// before any RPC, with an error matching etcd's own; a name at the bound, in
+// plain bytes or in "/" and "%" that escape to three bytes each, is acquired
+// and released.
+func TestNew_NameBoundIsTheLongestEtcdAccepts(t *testing.T) {
+	cli := newClient(t, sharedEndpoint(t))
+	ctx := testCtx(t, 30*time.Second)
+	escaped := func(name string) int { return len(KeyPrefix(name)) - 1 }
+	// atBound fills base with fill (then "L") up to MaxNameLen escaped bytes.
+	atBound := func(base, fill string) string {
+		k := (MaxNameLen - escaped(base)) / escaped(fill)
+		name := base + strings.Repeat(fill, k)
+		name += strings.Repeat("L", MaxNameLen-escaped(name))
+		require.Equal(t, MaxNameLen, escaped(name))
+		return name
+	}
+	for _, fill := range []string{"L", "/", "%"} {
+		name := atBound(testName(t)+fill+"-", fill)
+		s, err := New(ctx, cli, name, WithCapacity(1))
+		require.NoError(t, err, "%q at the bound", fill)
+		u, err := s.Acquire(ctx, 1)
+		require.NoError(t, err, "%q at the bound", fill)
+		require.NoError(t, u.Release(ctx))
+		require.NoError(t, s.Close())
+
+		for _, past := range []string{name + "L", name[:len(name)-1] + "/", name[:len(name)-1] + "%"} {
+			_, err := New(ctx, cli, past, WithCapacity(1))
+			require.Error(t, err, "%q: one past the bound", fill)
+			assert.ErrorIs(t, err, rpctypes.ErrRequestTooLarge)
+			assert.Contains(t, err.Error(), fmt.Sprintf(": new: the name takes %d bytes in its keys, more than MaxNameLen (%d): etcdserver: request is too large", escaped(past), MaxNameLen))
+		}
+	}
+	_, err := New(ctx, cli, strings.Repeat("L", 250<<10), WithCapacity(1))
+	assert.ErrorIs(t, err, rpctypes.ErrRequestTooLarge, "a name of 250 KiB")
 }

@@ -2,12 +2,10 @@ package etcdsem
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
 
-	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -155,7 +153,7 @@ func (l *lease) keepAlive(cli *clientv3.Client) {
 			resp, err := cli.KeepAliveOnce(actx, l.id)
 			acancel()
 			switch {
-			case errors.Is(err, rpctypes.ErrLeaseNotFound) || (err == nil && resp.TTL <= 0):
+			case err != nil && classify(err) == rpcLeaseGone || err == nil && resp.TTL <= 0:
 				l.fail(fmt.Errorf("lease %x expired or revoked on the server: %w", int64(l.id), ErrLost))
 			case err != nil:
 				select {
@@ -185,7 +183,7 @@ func (l *lease) close(ctx context.Context, cli *clientv3.Client) error {
 	close(l.stop)
 	<-l.done
 	_, err := cli.Revoke(ctx, l.id)
-	if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+	if err != nil && classify(err) == rpcLeaseGone {
 		err = nil
 	}
 	return err

@@ -155,15 +155,25 @@ func testCtx(t testing.TB, d time.Duration) context.Context {
 	return ctx
 }
 
-// debugState describes a handle's mirror and requests, for failing tests.
+// debugState describes a handle's mirror and requests, for failing tests. Its
+// RPCs run outside the handle's lock.
 func (s *Semaphore) debugState() string {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := fmt.Sprintf("handle %s: rev %d cap %d broken %v lease %v\n", s.cfg.clientTag, s.q.rev, s.q.capacity, s.q.broken, s.lease)
-	if s.lease != nil {
-		out += fmt.Sprintf("  lease %x deadline in %v cause %v\n", int64(s.lease.id), time.Until(s.lease.deadline), s.lease.cause)
+	l := s.lease
+	out := fmt.Sprintf("handle %s: rev %d cap %d broken %v lease %p\n", s.cfg.clientTag, s.q.rev, s.q.capacity, s.q.broken, l)
+	for _, k := range s.q.keys {
+		out += fmt.Sprintf("  key %s rev %d n %d state %d grantRev %d\n", k.key, k.createRev, k.n, k.state, k.grantRev)
+	}
+	for _, r := range s.mine {
+		out += fmt.Sprintf("  mine %s createRev %d n %d state %d\n", r.key, r.createRev, r.n, r.state)
+	}
+	s.mu.Unlock()
+	if l != nil {
+		l.mu.Lock()
+		out += fmt.Sprintf("  lease %x deadline in %v cause %v\n", int64(l.id), time.Until(l.deadline), l.cause)
+		l.mu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-		ttl, err := s.cli.TimeToLive(ctx, s.lease.id)
+		ttl, err := s.cli.TimeToLive(ctx, l.id)
 		cancel()
 		if err == nil {
 			out += fmt.Sprintf("  server TTL %d\n", ttl.TTL)
@@ -178,12 +188,6 @@ func (s *Semaphore) debugState() string {
 		for _, kv := range resp.Kvs {
 			out += fmt.Sprintf("  etcd %s rev %d lease %x\n", kv.Key, kv.CreateRevision, kv.Lease)
 		}
-	}
-	for _, k := range s.q.keys {
-		out += fmt.Sprintf("  key %s rev %d n %d state %d grantRev %d\n", k.key, k.createRev, k.n, k.state, k.grantRev)
-	}
-	for _, r := range s.mine {
-		out += fmt.Sprintf("  mine %s createRev %d n %d state %d\n", r.key, r.createRev, r.n, r.state)
 	}
 	return out
 }

@@ -93,7 +93,27 @@ func (p *etcdProc) kill() {
 	p.cmd = nil
 }
 
-func (p *etcdProc) stop() { require.NoError(p.t, p.cmd.Process.Signal(syscall.SIGSTOP)) }
+// stop sends SIGSTOP and waits until every thread of the server is stopped,
+// so that no request sent afterwards is served before cont.
+func (p *etcdProc) stop() {
+	require.NoError(p.t, p.cmd.Process.Signal(syscall.SIGSTOP))
+	tasks := fmt.Sprintf("/proc/%d/task", p.cmd.Process.Pid)
+	require.Eventually(p.t, func() bool {
+		ids, err := os.ReadDir(tasks)
+		if err != nil {
+			return false
+		}
+		for _, id := range ids {
+			stat, err := os.ReadFile(filepath.Join(tasks, id.Name(), "stat"))
+			// The state follows the parenthesized command name: "T" is stopped.
+			if err != nil || !strings.HasPrefix(string(stat[strings.LastIndexByte(string(stat), ')')+1:]), " T") {
+				return false
+			}
+		}
+		return true
+	}, 10*time.Second, time.Millisecond, "etcd %s not stopped", p.name)
+}
+
 func (p *etcdProc) cont() { require.NoError(p.t, p.cmd.Process.Signal(syscall.SIGCONT)) }
 
 // waitHealthy waits until every endpoint answers a linearizable read.

@@ -58,8 +58,9 @@ type qkey struct {
 	created   time.Time // the writer's clock, for Stats
 	client    string    // the writer's label, for Stats
 	state     keyState
-	grantRev  int64 // revision at which it was granted (keyGranted)
-	dead      error // why it died (keyDead)
+	grantRev  int64             // revision at which it was granted (keyGranted)
+	dead      error             // why it died (keyDead)
+	deadAs    semaphore.Outcome // how its acquire ended: Broken or TooLarge (keyDead)
 }
 
 func (q *queue) init(s *Semaphore) {
@@ -161,9 +162,9 @@ func (q *queue) settle(rev int64) {
 		case keyWaiting:
 			switch {
 			case q.broken:
-				k.state, k.dead = keyDead, fmt.Errorf("broken: %s: %w", q.reason, semaphore.ErrBroken)
+				k.state, k.dead, k.deadAs = keyDead, fmt.Errorf("broken: %s: %w", q.reason, semaphore.ErrBroken), semaphore.Broken
 			case k.n > q.capacity:
-				k.state, k.dead = keyDead, fmt.Errorf("capacity shrunk to %d: %w", q.capacity, semaphore.ErrTooLarge)
+				k.state, k.dead, k.deadAs = keyDead, fmt.Errorf("capacity shrunk to %d: %w", q.capacity, semaphore.ErrTooLarge), semaphore.TooLarge
 			case addSat(sum, k.n) <= q.capacity:
 				k.state, k.grantRev = keyGranted, rev
 			}

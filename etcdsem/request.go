@@ -115,7 +115,7 @@ func (s *Semaphore) keySettled(k *qkey) {
 		r.grantRev = k.grantRev
 		r.finish(stateHeld, nil)
 	case k.state == keyDead && r.state == stateWaiting:
-		r.finish(stateFailed, s.errorf(acquireOp(r.n), "%w", k.dead))
+		r.finish(stateFailed, s.fail(acquireCall(r.n), k.deadAs, k.dead.Error(), k.dead))
 		s.deleteLater(k.key, k.createRev)
 	case r.state == stateAbandoned:
 		// A grant that raced the caller's cancellation: delete the key so the
@@ -133,7 +133,7 @@ func (s *Semaphore) keyDeleted(k *qkey) {
 	}
 	switch r.state {
 	case stateWaiting:
-		r.finish(stateFailed, s.errorf(acquireOp(r.n), "the waiting key was deleted: %w", ErrLost))
+		r.finish(stateFailed, s.fail(acquireCall(r.n), nil, "the waiting key was deleted: "+ErrLost.Error(), ErrLost))
 	case stateHeld:
 		r.markLost(fmt.Errorf("key %s deleted by someone else: %w", k.key, ErrLost))
 	case stateReleasing:

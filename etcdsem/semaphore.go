@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fairsem/semaphore"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -41,14 +42,21 @@ type Semaphore struct {
 	seq    uint64 // guarded by mu; numbers this handle's keys
 	mine   map[string]*request
 	q      queue // guarded by mu: the mirror of the keys in etcd and the grant rule
+
+	// granting is closed when the grant of a lease in flight ends; nil when
+	// none is. Guarded by mu.
+	granting chan struct{}
 }
 
 // New returns a handle on the semaphore name, reading its state from etcd (with
-// ctx) and, with WithCapacity, creating it if absent. Any non-empty string is a
-// name; the semaphore's keys start with KeyPrefix(name), which no other name's
-// keys start with. Without WithCapacity and without an existing capacity, the
-// capacity is 0 and every acquire of units fails with ErrTooLarge until Resize
-// sets one. It panics if cli is nil or name is empty.
+// ctx) and, with WithCapacity, creating it if absent. Any non-empty string of
+// at most MaxNameLen bytes, escaped, is a name; the semaphore's keys start with
+// KeyPrefix(name), which no other name's keys start with. Without
+// WithCapacity and without an existing capacity, the capacity is 0 and every
+// acquire of units fails with ErrTooLarge until Resize sets one. It returns an
+// error matching rpctypes.ErrRequestTooLarge, before any RPC, for a longer
+// name: etcd would refuse to acquire it. It panics if cli is nil or name is
+// empty.
 func New(ctx context.Context, cli *clientv3.Client, name string, opts ...Option) (*Semaphore, error) {
 	if cli == nil {
 		panic(fmt.Sprintf("etcdsem: New(%q): nil client", name))
@@ -72,17 +80,21 @@ func New(ctx context.Context, cli *clientv3.Client, name string, opts ...Option)
 		mine:      make(map[string]*request),
 	}
 	s.q.init(s)
+	if n := len(s.prefix) - 1; n > MaxNameLen {
+		return nil, s.fail(opCall("new"), nil, fmt.Sprintf("the name takes %d bytes in its keys, more than MaxNameLen (%d): %v",
+			n, MaxNameLen, rpctypes.ErrRequestTooLarge), rpctypes.ErrRequestTooLarge)
+	}
 	if cfg.hasCap {
 		_, err := cli.Txn(ctx).
 			If(clientv3.Compare(clientv3.Version(s.capKey), "=", 0)).
 			Then(clientv3.OpPut(s.capKey, formatUnits(cfg.capacity))).Commit()
 		if err != nil {
-			return nil, s.errorf("create", "%w", err)
+			return nil, s.rpcFailed(opCall("create"), err)
 		}
 	}
 	resp, err := cli.Get(ctx, s.prefix, clientv3.WithPrefix())
 	if err != nil {
-		return nil, s.errorf("read state", "%w", err)
+		return nil, s.rpcFailed(opCall("read state"), err)
 	}
 	s.loadState(ctx, resp)
 	wctx, cancel := context.WithCancel(context.Background())
@@ -123,8 +135,9 @@ func (s *Semaphore) loadState(ctx context.Context, now *clientv3.GetResponse) {
 // Name returns the semaphore's name.
 func (s *Semaphore) Name() string { return s.name }
 
-// Close gives back every unit this handle holds (by revoking its lease), fails
-// its waiters with ErrClosed and stops its watch. Closing is final: Release and
+// Close gives back every unit this handle holds (by revoking its lease), ends
+// every call of the handle in flight (its waiters, and calls waiting on etcd)
+// with ErrClosed and stops its watch. Closing is final: Release and
 // Return of the handle's units return nil afterwards (Close gave them back; they
 // are not lost, and Lost does not close), Close returns nil, and every other
 // call fails with ErrClosed. Close waits at most the lease TTL for etcd; if etcd
@@ -141,60 +154,107 @@ func (s *Semaphore) Close() error {
 	for key, r := range s.mine {
 		switch r.state {
 		case stateWaiting:
-			r.finish(stateFailed, s.errorf(acquireOp(r.n), "%w", ErrClosed))
+			r.finish(stateFailed, s.closedError(acquireCall(r.n)))
 		case stateHeld, stateReleasing:
 			// Settled here, before the revocation deletes the keys: the watch
 			// would otherwise report the deletions as losses. The error is for
 			// an Acquire granted just now that has not returned yet.
-			r.state, r.err = stateClosed, s.errorf(acquireOp(r.n), "%w", ErrClosed)
+			r.state, r.err = stateClosed, s.closedError(acquireCall(r.n))
 		}
 		delete(s.mine, key)
 	}
 	s.mu.Unlock()
+	s.stopWatch() // ends every call in flight (see callContext)
 	var err error
 	if l != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), l.ttl)
 		err = l.close(ctx, s.cli)
 		cancel()
 	}
-	s.stopWatch()
 	s.wg.Wait()
 	if err != nil {
-		return s.errorf("close", "revoke lease: %w", err)
+		return s.fail(opCall("close"), nil, "revoke lease: "+err.Error(), err)
 	}
 	return nil
 }
 
-// errIfClosed returns an error of op wrapping ErrClosed if the handle is
-// closed. A call that passed it before Close may still complete its RPC: the
-// handle's state does not guard etcd's.
-func (s *Semaphore) errIfClosed(op string) error {
+// errIfClosed returns the error of c wrapping ErrClosed if the handle is
+// closed. A call that passed it before Close is ended by Close (see
+// callContext), but a write it sent may still land: the handle's state does
+// not guard etcd's.
+func (s *Semaphore) errIfClosed(c call) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return s.errorf(op, "%w", ErrClosed)
+		return s.closedError(c)
 	}
 	return nil
 }
 
-// currentLease returns the handle's lease, granting a new one if there is none.
+// callContext returns a context for the RPCs and waits of one call on ctx: it
+// ends with ctx, and when the handle closes, with the cause ErrClosed, so that
+// Close ends every call in flight. stop releases it when the call returns.
+func (s *Semaphore) callContext(ctx context.Context) (cctx context.Context, stop func()) {
+	cctx, cancel := context.WithCancelCause(ctx)
+	unhook := context.AfterFunc(s.bgCtx, func() { cancel(ErrClosed) })
+	return cctx, func() {
+		unhook()
+		cancel(nil)
+	}
+}
+
+// currentLease returns the handle's lease, granting a new one if there is
+// none. The grant runs outside mu, so that no other call waits on it: one
+// caller grants while the others that need the lease wait for that grant, each
+// for as long as its own ctx lets it, and take over if it fails.
 func (s *Semaphore) currentLease(ctx context.Context) (*lease, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return nil, ErrClosed
+	for {
+		s.mu.Lock()
+		switch {
+		case s.closed:
+			s.mu.Unlock()
+			return nil, ErrClosed
+		case s.lease != nil:
+			l := s.lease
+			s.mu.Unlock()
+			return l, nil
+		case s.granting != nil:
+			ch := s.granting
+			s.mu.Unlock()
+			select {
+			case <-ch:
+				continue
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		done := make(chan struct{})
+		s.granting = done
+		s.mu.Unlock()
+
+		l, err := grantLease(ctx, s.cli, s.cfg.ttl, s.cfg.margin, s.leaseLost)
+		s.mu.Lock()
+		s.granting = nil
+		close(done)
+		switch {
+		case err != nil:
+			s.mu.Unlock()
+			return nil, err
+		case s.closed:
+			// Close did not see this lease: give it up here.
+			s.mu.Unlock()
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.attemptTimeout())
+			_ = l.close(rctx, s.cli)
+			cancel()
+			return nil, ErrClosed
+		case l.err() != nil:
+			s.mu.Unlock() // lost already: the grant took longer than the TTL less the margin
+			continue
+		}
+		s.lease = l
+		s.mu.Unlock()
+		return l, nil
 	}
-	if s.lease != nil {
-		return s.lease, nil
-	}
-	// Granting under mu keeps one lease per handle; the RPC is rare (once, and
-	// after a loss) and the callers serialized here all need it anyway.
-	l, err := grantLease(ctx, s.cli, s.cfg.ttl, s.cfg.margin, s.leaseLost)
-	if err != nil {
-		return nil, err
-	}
-	s.lease = l
-	return l, nil
 }
 
 // leaseLost runs once when l is lost: every request on it fails, every holder
@@ -212,7 +272,7 @@ func (s *Semaphore) leaseLost(l *lease) {
 		}
 		switch r.state {
 		case stateWaiting:
-			r.finish(stateFailed, s.errorf(acquireOp(r.n), "%w", cause))
+			r.finish(stateFailed, s.fail(acquireCall(r.n), nil, cause.Error(), cause))
 		case stateHeld, stateReleasing:
 			r.markLost(cause)
 		}

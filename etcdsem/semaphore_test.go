@@ -565,3 +565,53 @@ func TestClose_IsTerminalAtEveryEntryPoint(t *testing.T) {
 	assert.Equal(t, int64(1), st.Capacity)
 	assert.False(t, st.Broken)
 }
+
+// Granting the handle's lease holds back no other call: while the grant waits
+// on an unreachable etcd, Stats ends by its own deadline and Close by its
+// bound, and Close ends the acquire that waits for the grant.
+func TestLease_GrantHoldsBackNoOtherCall(t *testing.T) {
+	px := newProxy(t, sharedEndpoint(t))
+	cli, inFlight := countingClient(t, px.endpoint())
+	s, err := New(testCtx(t, 10*time.Second), cli, testName(t), WithCapacity(1), WithTTL(2*time.Second))
+	require.NoError(t, err)
+	px.hold(true, true)
+	defer px.release()
+	acquired := make(chan error, 1)
+	go func() {
+		_, err := s.Acquire(context.Background(), 1) // the first acquire grants the lease
+		acquired <- err
+	}()
+	waitInFlight(t, inFlight, 1)
+
+	stats := make(chan error, 1)
+	start := time.Now()
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_, err := s.Stats(ctx)
+		stats <- err
+	}()
+	select {
+	case err := <-stats:
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
+		t.Logf("Stats with a 1s deadline returned after %v", time.Since(start).Round(time.Millisecond))
+	case <-time.After(10 * time.Second):
+		t.Error("Stats with a 1s deadline still waits 10s later")
+	}
+	closed := make(chan error, 1)
+	start = time.Now()
+	go func() { closed <- s.Close() }()
+	select {
+	case err := <-closed:
+		assert.NoError(t, err, "no lease yet: nothing to revoke")
+		t.Logf("Close returned after %v", time.Since(start).Round(time.Millisecond))
+	case <-time.After(10 * time.Second):
+		t.Error("Close still waits 10s later, past its bound of the lease TTL (2s)")
+	}
+	select {
+	case err := <-acquired:
+		assert.ErrorIs(t, err, ErrClosed)
+	case <-time.After(10 * time.Second):
+		t.Error("Close did not end the acquire waiting for the lease")
+	}
+}

@@ -2,12 +2,9 @@ package etcdsem
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
-	"github.com/fairsem/semaphore"
-	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -30,30 +27,32 @@ func (s *Semaphore) TryAcquire(ctx context.Context, n int64) (*Units, bool, erro
 	s.checkUnits("TryAcquire", n)
 	start := time.Now()
 	if ctx.Err() != nil {
-		return nil, false, s.waitError(ctx, n, start)
+		return nil, false, s.waitError(ctx, tryCall(n), start)
 	}
-	if err := s.errIfClosed(tryOp(n)); err != nil {
+	if err := s.errIfClosed(tryCall(n)); err != nil {
 		return nil, false, err
 	}
-	if err := s.catchUp(ctx); err != nil {
-		return nil, false, s.rpcError(ctx, tryOp(n), n, start, err)
+	cctx, stop := s.callContext(ctx)
+	defer stop()
+	if err := s.catchUp(cctx); err != nil {
+		return nil, false, s.rpcError(ctx, tryCall(n), start, err)
 	}
 	for attempt := 0; attempt < 4; attempt++ {
-		l, err := s.currentLease(ctx)
+		l, err := s.currentLease(cctx)
 		if err != nil {
-			return nil, false, s.rpcError(ctx, tryOp(n), n, start, err)
+			return nil, false, s.rpcError(ctx, tryCall(n), start, err)
 		}
 		s.mu.Lock()
 		switch {
 		case s.closed:
 			s.mu.Unlock()
-			return nil, false, s.errorf(tryOp(n), "%w", ErrClosed)
+			return nil, false, s.closedError(tryCall(n))
 		case s.q.broken:
-			err := s.errorf(tryOp(n), "broken: %s: %w", s.q.reason, semaphore.ErrBroken)
+			err := s.brokenError(tryCall(n), s.q.reason)
 			s.mu.Unlock()
 			return nil, false, err
 		case n > s.q.capacity:
-			err := s.errorf(tryOp(n), "more than the capacity %d: %w", s.q.capacity, semaphore.ErrTooLarge)
+			err := s.tooLargeError(tryCall(n), s.q.capacity)
 			s.mu.Unlock()
 			return nil, false, err
 		}
@@ -66,14 +65,15 @@ func (s *Semaphore) TryAcquire(ctx context.Context, n int64) (*Units, bool, erro
 		r := s.newRequestLocked(l, n)
 		s.mu.Unlock()
 
-		resp, err := s.cli.Txn(ctx).If(
+		resp, err := s.cli.Txn(cctx).If(
 			clientv3.Compare(clientv3.ModRevision(s.qprefix), "<", rev+1).WithPrefix(),
 			clientv3.Compare(clientv3.ModRevision(s.capKey), "=", capRev),
 			clientv3.Compare(clientv3.Version(s.brokenKey), "=", 0),
 		).Then(
 			clientv3.OpPut(r.key, formatValue(n, r.born, s.cfg.clientTag), clientv3.WithLease(l.id)),
 		).Commit()
-		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+		if err != nil && classify(err) == rpcLeaseGone {
+			// Nothing was written: try again on a new lease.
 			l.fail(fmt.Errorf("lease %x not found on the server: %w", int64(l.id), ErrLost))
 			continue
 		}
@@ -81,7 +81,7 @@ func (s *Semaphore) TryAcquire(ctx context.Context, n int64) (*Units, bool, erro
 		if err != nil {
 			s.abandonLocked(r)
 			s.mu.Unlock()
-			return nil, false, s.rpcError(ctx, tryOp(n), n, start, err)
+			return nil, false, s.rpcError(ctx, tryCall(n), start, err)
 		}
 		if resp.Succeeded {
 			r.createRev = resp.Header.Revision
@@ -98,15 +98,12 @@ func (s *Semaphore) TryAcquire(ctx context.Context, n int64) (*Units, bool, erro
 		r.finish(stateFailed, nil)
 		delete(s.mine, r.key) // the transaction failed as a whole: nothing written
 		s.mu.Unlock()
-		if err := s.waitRevision(ctx, resp.Header.Revision); err != nil {
-			return nil, false, s.rpcError(ctx, tryOp(n), n, start, err)
+		if err := s.waitRevision(cctx, resp.Header.Revision); err != nil {
+			return nil, false, s.rpcError(ctx, tryCall(n), start, err)
 		}
 	}
 	return nil, false, nil
 }
-
-// tryOp is the what of an error of a TryAcquire of n units.
-func tryOp(n int64) string { return "try acquire " + unitsText(n) }
 
 // catchUp waits until the mirror has applied every revision committed before
 // the call: a linearizable read gives the current revision.

@@ -49,7 +49,7 @@ func (u *Units) Err() error {
 	if u.r.state != stateLost {
 		return nil
 	}
-	return u.s.errorf("units of token "+strconv.FormatInt(u.token, 10), "%w", u.r.err)
+	return u.s.fail(opCall("units of token "+strconv.FormatInt(u.token, 10)), nil, u.r.err.Error(), u.r.err)
 }
 
 // Release gives the units back: it deletes the key if its create revision is
@@ -65,10 +65,10 @@ func (u *Units) Release(ctx context.Context) error {
 	}
 	s, r := u.s, u.r
 	s.mu.Lock()
-	op := "release " + unitsText(r.n) + " of token " + strconv.FormatInt(u.token, 10)
+	c := tokenCall("release", r.n, u.token)
 	switch {
 	case r.state == stateLost:
-		err := s.errorf(op, "%w", r.err)
+		err := s.fail(c, nil, r.err.Error(), r.err)
 		s.mu.Unlock()
 		return err
 	case r.state != stateHeld && r.state != stateReleasing || s.closed:
@@ -78,7 +78,9 @@ func (u *Units) Release(ctx context.Context) error {
 	}
 	r.state = stateReleasing
 	s.mu.Unlock()
-	resp, err := s.cli.Txn(ctx).
+	cctx, stop := s.callContext(ctx) // Close gives the units back: it ends the RPC
+	defer stop()
+	resp, err := s.cli.Txn(cctx).
 		If(clientv3.Compare(clientv3.CreateRevision(r.key), "=", u.token)).
 		Then(clientv3.OpDelete(r.key)).Commit()
 	s.mu.Lock()
@@ -87,18 +89,18 @@ func (u *Units) Release(ctx context.Context) error {
 	case r.state == stateClosed:
 		return nil // Close, while the delete was in flight, gave the units back
 	case r.state == stateLost:
-		return s.errorf(op, "%w", r.err)
+		return s.fail(c, nil, r.err.Error(), r.err)
 	case err != nil:
 		if r.state == stateReleasing {
 			r.state = stateHeld
 		}
 		r.releaseTried = true
-		return s.errorf(op, "%w", err)
+		return s.rpcFailed(c, err) // a Close meanwhile is stateClosed, above
 	case !resp.Succeeded && r.state != stateReleased && !r.releaseTried:
 		// The key was gone before our delete and the watch has not said why yet.
 		r.markLost(fmt.Errorf("key %s was already gone: %w", r.key, ErrLost))
 		delete(s.mine, r.key)
-		return s.errorf(op, "%w", r.err)
+		return s.fail(c, nil, r.err.Error(), r.err)
 	}
 	r.state = stateReleased
 	delete(s.mine, r.key)
@@ -114,11 +116,11 @@ func (u *Units) Release(ctx context.Context) error {
 func (u *Units) Return(ctx context.Context, m int64) error {
 	s, r := u.s, u.r
 	s.checkUnits("Units.Return", m)
-	op := "return " + unitsText(m) + " of token " + strconv.FormatInt(u.token, 10)
+	c := tokenCall("return", m, u.token)
 	s.mu.Lock()
 	switch r.state {
 	case stateLost:
-		err := s.errorf(op, "%w", r.err)
+		err := s.fail(c, nil, r.err.Error(), r.err)
 		s.mu.Unlock()
 		return err
 	case stateClosed:
@@ -131,7 +133,7 @@ func (u *Units) Return(ctx context.Context, m int64) error {
 	}
 	if m > held {
 		s.mu.Unlock()
-		return s.errorf(op, "%d held: %w", held, semaphore.ErrInsufficientUnits)
+		return s.fail(c, nil, strconv.FormatInt(held, 10)+" held: "+semaphore.ErrInsufficientUnits.Error(), semaphore.ErrInsufficientUnits)
 	}
 	s.mu.Unlock()
 	if m == held {
@@ -143,7 +145,9 @@ func (u *Units) Return(ctx context.Context, m int64) error {
 	// The new weight is written from the count at the time of the call; two
 	// concurrent Returns on one Units are a programmer error, as with any
 	// non-atomic read-modify-write, and the guard below only keeps the key.
-	resp, err := s.cli.Txn(ctx).
+	cctx, stop := s.callContext(ctx)
+	defer stop()
+	resp, err := s.cli.Txn(cctx).
 		If(clientv3.Compare(clientv3.CreateRevision(r.key), "=", u.token)).
 		Then(clientv3.OpPut(r.key, formatValue(held-m, r.born, s.cfg.clientTag), clientv3.WithIgnoreLease())).Commit()
 	s.mu.Lock()
@@ -152,11 +156,11 @@ func (u *Units) Return(ctx context.Context, m int64) error {
 	case r.state == stateClosed:
 		return nil // Close, while the write was in flight, gave the units back
 	case err != nil:
-		return s.errorf(op, "%w", err)
+		return s.rpcFailed(c, err) // a Close meanwhile is stateClosed, above
 	case !resp.Succeeded:
 		r.markLost(fmt.Errorf("key %s was already gone: %w", r.key, ErrLost))
 		delete(s.mine, r.key)
-		return s.errorf(op, "%w", r.err)
+		return s.fail(c, nil, r.err.Error(), r.err)
 	}
 	if r.state == stateHeld {
 		r.n = held - m

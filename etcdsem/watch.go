@@ -90,7 +90,7 @@ func (s *Semaphore) resync(ctx context.Context) {
 	}
 	for key, r := range s.mine {
 		if r.state == stateWaiting {
-			r.finish(stateFailed, s.errorf(acquireOp(r.n), "place in the queue lost: watch history compacted: %w", ErrLost))
+			r.finish(stateFailed, s.fail(acquireCall(r.n), nil, "place in the queue lost: watch history compacted: "+ErrLost.Error(), ErrLost))
 		}
 		if k := s.q.byKey[key]; k != nil && (r.state == stateFailed || r.state == stateAbandoned) {
 			k.state = keyUnknown

@@ -3,6 +3,7 @@ package keyed_test
 import (
 	"runtime"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -80,7 +81,11 @@ func TestActiveKeys_MemoryComesBackWhenKeysLeave(t *testing.T) {
 
 func TestActiveKeys_ReusedEntryTakesTheNewKeysCapacity(t *testing.T) {
 	s := keyed.New(1, keyed.WithCapacityFunc(func(key string) int64 { return int64(len(key)) }))
-	for _, key := range []string{"abc", "a", "abcdef", "ab"} {
+	var keys []string
+	for i := range 200 { // more keys than the idle entries kept: most reuse one
+		keys = append(keys, strings.Repeat("k", 1+i*7%5))
+	}
+	for _, key := range keys {
 		u, ok := s.TryAcquire(key, int64(len(key)))
 		require.True(t, ok, key)
 		assert.Equal(t, int64(len(key)), s.KeyStats(key).Capacity)
@@ -89,5 +94,6 @@ func TestActiveKeys_ReusedEntryTakesTheNewKeysCapacity(t *testing.T) {
 		u.Release()
 	}
 	_, _, free := s.MapState()
-	assert.Equal(t, 1, free, "one idle entry served every key in turn")
+	assert.LessOrEqual(t, free, 64, "idle entries are kept up to a bound")
+	assert.Positive(t, free, "idle entries are kept")
 }

@@ -105,3 +105,67 @@ func BenchmarkAcquireRelease(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkActiveKey acquires and releases one unit of keys that stay active
+// (each holds one unit for the whole run, of a capacity of 4), from parallel
+// goroutines cycling through 1 or 100 keys: the path of a key already active.
+// impl=keyed-limit adds a limit of the set's own that nobody waits at.
+func BenchmarkActiveKey(b *testing.B) {
+	for _, nkeys := range []int{1, 100} {
+		keys := make([]string, nkeys)
+		for i := range keys {
+			keys[i] = "tenant-" + strconv.Itoa(i)
+		}
+		b.Run("keys="+strconv.Itoa(nkeys), func(b *testing.B) {
+			for _, impl := range []string{"keyed", "keyed-limit"} {
+				b.Run("impl="+impl, func(b *testing.B) {
+					var opts []keyed.Option
+					if impl == "keyed-limit" {
+						opts = append(opts, keyed.WithLimit(1<<40))
+					}
+					s := keyed.New(4, opts...)
+					for _, k := range keys {
+						u, _ := s.TryAcquire(k, 1)
+						defer u.Release()
+					}
+					var next atomic.Uint64
+					b.ReportAllocs()
+					b.RunParallel(func(pb *testing.PB) {
+						ctx := context.Background()
+						i := int(next.Add(1)) * 7919
+						for pb.Next() {
+							i++
+							u, err := s.Acquire(ctx, keys[i%nkeys], 1)
+							if err != nil {
+								b.Fatal(err)
+							}
+							u.Release()
+						}
+					})
+				})
+			}
+			b.Run("impl=xsyncmap", func(b *testing.B) {
+				x := &xsyncMap{capacity: 4, m: make(map[string]*xsyncEntry)}
+				for _, k := range keys {
+					e, _ := x.acquire(context.Background(), k, 1)
+					defer x.release(k, e, 1)
+				}
+				var next atomic.Uint64
+				b.ReportAllocs()
+				b.RunParallel(func(pb *testing.PB) {
+					ctx := context.Background()
+					i := int(next.Add(1)) * 7919
+					for pb.Next() {
+						i++
+						key := keys[i%nkeys]
+						e, err := x.acquire(ctx, key, 1)
+						if err != nil {
+							b.Fatal(err)
+						}
+						x.release(key, e, 1)
+					}
+				})
+			})
+		})
+	}
+}

@@ -2,11 +2,9 @@ package keyed
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"strings"
 
 	"github.com/fairsem/semaphore"
+	"github.com/fairsem/semaphore/internal/errs"
 )
 
 // Break puts the set in the broken state, for shutdown: the global semaphore
@@ -22,25 +20,32 @@ func (s *Set) Break(err error) {
 	if s.label == "" {
 		panic(errZeroSet)
 	}
-	s.mu.Lock()
-	if s.broken != nil {
-		s.mu.Unlock()
-		return
-	}
 	b := semaphore.New(semaphore.MaxUnits, semaphore.WithName(s.name))
 	b.Break(err)
-	s.broken = b
-	// Every key active now is broken under mu, so a call that joined a key
-	// before Break fails on the key's semaphore, and one that comes after finds
-	// s.broken: none can wait on a healthy key of a broken set. The key
-	// semaphores' observer (the entry) does nothing on Broken, so this runs no
-	// caller code under mu.
-	for _, e := range s.entries {
-		e.sem.Break(err)
+	if !s.broken.CompareAndSwap(nil, b) {
+		return
 	}
-	s.free = nil
-	s.mu.Unlock()
-	// The global semaphore's observer is its owner's code: not under mu.
+	// Every key active now is broken under its shard's write lock, after broken
+	// was stored: a call that joined a key before fails on the key's semaphore,
+	// and a key made active after finds broken (joinSlow). None can wait on a
+	// healthy key of a broken set. The key semaphores' observers do nothing on
+	// Broken, so this runs no caller code under a lock.
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		for _, e := range sh.m {
+			e.sem.Break(err)
+		}
+		clear(sh.free)
+		sh.free = sh.free[:0]
+		sh.mu.Unlock()
+	}
+	if s.limit != nil {
+		s.mu.Lock()
+		s.breakLimitLocked()
+		s.mu.Unlock()
+	}
+	// The global semaphore's observer is its owner's code: not under a lock.
 	if s.global != nil {
 		s.global.Break(err)
 	}
@@ -55,17 +60,14 @@ func (s *Set) Err() error {
 	if s.label == "" {
 		panic(errZeroSet)
 	}
-	s.mu.Lock()
-	b := s.broken
-	s.mu.Unlock()
+	b := s.broken.Load()
 	if b == nil {
 		return nil
 	}
-	// The broken semaphore's error reads `semaphore "NAME": broken: CAUSE`; the
+	// The broken semaphore's error gives the reason and what to match; the
 	// set's names the set instead.
 	err := b.Err()
-	_, why, _ := strings.Cut(err.Error(), ": broken")
-	return &setError{msg: s.label + ": broken" + why, matches: []error{err}}
+	return s.failure(whyOf(err), err)
 }
 
 // Drain waits until no key is active: until every Units of the set has been
@@ -82,7 +84,9 @@ func (s *Set) Drain(ctx context.Context) error {
 		panic(errZeroSet)
 	}
 	s.mu.Lock()
-	if len(s.entries) == 0 {
+	s.draining.Add(1) // before reading active: see drainedLocked
+	if s.active.Load() == 0 {
+		s.draining.Add(-1)
 		s.mu.Unlock()
 		return nil
 	}
@@ -96,30 +100,36 @@ func (s *Set) Drain(ctx context.Context) error {
 		return nil
 	case <-ctx.Done():
 	}
+	s.mu.Lock()
+	select {
+	case <-done:
+		s.mu.Unlock()
+		return nil // drained meanwhile; drainedLocked cleaned up
+	default:
+	}
+	if s.draining.Add(-1) == 0 {
+		s.drained = nil
+	}
+	s.mu.Unlock()
 	st := s.Stats()
-	err, cause := ctx.Err(), context.Cause(ctx)
-	matches := []error{err}
-	what := "canceled"
-	if errors.Is(err, context.DeadlineExceeded) {
-		what = "timed out"
+	deadline, why, matches := errs.Context(ctx)
+	if deadline {
 		matches = append(matches, semaphore.ErrTimedOut)
 	}
-	if cause != nil && cause != err {
-		matches = append(matches, cause)
-	}
-	return &setError{
-		msg: fmt.Sprintf("%s: drain: %s with %s still active, holding %s: %v",
-			s.label, what, plural(int64(st.Keys), "key"), plural(st.Held, "unit"), cause),
-		matches: matches,
-	}
+	return s.failure("drain: "+errs.Count(int64(st.Keys), "key")+" still active, holding "+errs.Count(st.Held, "unit")+": "+why, matches...)
 }
 
-// setError is an error about the whole set (Err, Drain): its message, and what
-// it matches.
-type setError struct {
-	msg     string
-	matches []error
+// drainedLocked ends the waiting Drain calls if no key is active. mu must be
+// held. The removal that leaves no key active calls it when it sees a Drain
+// waiting: it subtracts from active, then reads draining; Drain adds to
+// draining, then reads active. Sequentially consistent atomics let at most one
+// of the two miss the other's write: either Drain sees no key active and
+// returns, or the removal sees it waiting and comes here, after Drain made
+// drained (both hold mu).
+func (s *Set) drainedLocked() {
+	if s.drained != nil && s.active.Load() == 0 {
+		close(s.drained)
+		s.drained = nil
+		s.draining.Store(0)
+	}
 }
-
-func (e *setError) Error() string   { return e.msg }
-func (e *setError) Unwrap() []error { return e.matches }

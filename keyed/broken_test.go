@@ -107,7 +107,27 @@ func TestDrain_FailsWithTheContextAndSaysWhatIsStillOut(t *testing.T) {
 		err := s.Drain(ctx)
 		assert.ErrorIs(t, err, context.DeadlineExceeded)
 		assert.ErrorIs(t, err, semaphore.ErrTimedOut)
-		assert.Equal(t, `keyed "up": drain: timed out with 1 key still active, holding 2 units: context deadline exceeded`, err.Error())
+		assert.Equal(t, `keyed "up": drain: 1 key still active, holding 2 units: context deadline exceeded`, err.Error())
 		u.Release()
+	})
+}
+
+func TestDrain_WaitsAgainOnceTheSetIsBusyAgain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := keyed.New(2)
+		for round := range 3 {
+			u, err := s.Acquire(context.Background(), "k", 1)
+			require.NoError(t, err)
+			done := make(chan error, 1)
+			go func() { done <- s.Drain(context.Background()) }()
+			synctest.Wait()
+			select {
+			case <-done:
+				t.Fatalf("round %d: Drain returned while a holder holds units", round)
+			default:
+			}
+			u.Release() // empties the set: ends this round's Drain, once
+			require.NoError(t, <-done, "round %d", round)
+		}
 	})
 }

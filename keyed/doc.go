@@ -1,9 +1,8 @@
-// Package keyed limits concurrency per key, optionally under a global limit
-// shared by all keys: "at most 4 concurrent uploads per user, at most 256 in
-// all".
+// Package keyed limits concurrency per key, under an optional limit shared by
+// all keys: "at most 4 concurrent uploads per user, at most 256 in all, shared
+// fairly among the users who want them".
 //
-//	global := semaphore.New(256, semaphore.WithName("uploads"))
-//	uploads := keyed.New(4, keyed.WithName("uploads"), keyed.WithGlobal(global))
+//	uploads := keyed.New(4, keyed.WithName("uploads"), keyed.WithLimit(256))
 //
 //	u, err := uploads.Acquire(ctx, user, 1)
 //	if err != nil {
@@ -12,70 +11,105 @@
 //	defer u.Release()
 //
 // Each active key has its own semaphore from the core package (semaphore.New),
-// so per-key semantics are the core's: strict FIFO, weights, the errors and
-// Break. The keys live in a map under one mutex, with a reference count per key
-// (calls in progress plus Units not released); a key's entry leaves the map in
-// the same hold of the lock that drops its last reference, so memory follows
-// the keys active now, not every key ever seen, and no sweeper goroutine is
-// needed. A caller that finds an entry under the lock always finds a live one.
+// so per-key semantics are the core's: strict FIFO, weighted requests, the
+// errors and Break. A key's entry exists only while it has calls in progress or
+// Units not released, so memory follows the keys active now, not every key
+// ever seen, and no sweeper goroutine is needed. A call on a key that is
+// already active takes no lock of the set, only a shared read lock of one of
+// its shards, unless it waits at the limit.
 //
 // # Two levels, one order
 //
-// Acquire takes the key's units first, then the global semaphore's, each in
-// FIFO order; Release gives back the global units, then the key's. A call that
-// fails at either level returns holding nothing: units it got at the key level
-// are given back before it returns.
+// Acquire takes the key's units first, then the global level's: the set's own
+// limit (WithLimit) or a semaphore shared with other code (WithGlobal), not
+// both. Release gives back the global units, then the key's. A call that fails
+// at either level returns holding nothing.
 //
 // No deadlock: every call waits for the two levels in the same order, key then
-// global, and never waits for a key while it holds global units. A caller
-// waiting at a key waits for that key's holders, which either run the caller's
-// code or wait at the global level; one waiting at the global level waits for
-// global holders, which wait for nothing in the set. The wait-for graph has no
-// cycle, as long as no holder of Units waits for more units of the set while it
-// holds them (the rule for any two semaphores).
+// global, and never waits for a key while it holds global units. The wait-for
+// graph has no cycle, as long as no holder of Units waits for more units of the
+// set while it holds them (the rule for any two semaphores). A call reaches the
+// global level only once it holds its key's units, so one key has at most its
+// capacity's worth of calls there, however many wait at its own semaphore.
 //
-// No starvation beyond the global queue's FIFO order: a call enters the global
-// queue only once it holds its key's units, so one key has at most its
-// capacity's worth of calls queued or holding at the global level. A light key's
-// call that reaches the global queue is granted after the calls ahead of it, of
-// which a heavy key contributes at most its capacity, however many of its calls
-// wait at its own semaphore.
+// # Fair shares of the limit
 //
-// # Decisions where the issue left room
+// With WithGlobal, the global level is the shared semaphore's FIFO order: a key
+// that sends more calls gets more of it. With WithLimit, the set decides who
+// gets each unit:
 //
-//   - Keys are strings, not a generic comparable type: tenants, users and
-//     client addresses are strings; errors and Diagnostics quote them; and a
-//     generic Set would make every option generic, which Go cannot infer from
-//     the option's arguments (keyed.WithName[string]("x")). Other keys convert at
-//     the call (strconv.Itoa).
-//   - Capacities: New and the function of WithCapacityFunc panic for a
-//     negative capacity, with a message naming the set, the key and the value;
-//     one above semaphore.MaxUnits (math.MaxInt64 for "no per-key limit") is
-//     taken as MaxUnits, as netsem.LimitListener takes a huge n: no process
-//     holds 2^44 of anything. Capacity 0 is allowed: such a key
-//     admits only requests for 0 units, so a capacity function can block keys.
-//     A request larger than its key's capacity fails with an error matching
-//     semaphore.ErrTooLarge, as one larger than the global capacity does.
-//   - A key's capacity is fixed while the key is active: the capacity function is
-//     called when the key becomes active (without the set's lock, so it may
-//     run concurrently and, in a race, more than once for a key) and again only
-//     when the key becomes active anew.
-//   - Errors read `keyed "NAME": acquire N units for key "KEY": WHY`, where WHY
-//     is the core's reason (with `global semaphore "G": ` before it when the
-//     global level refused), and wrap the core's error, so errors.Is matches the
-//     core's sentinels, the context's error and cause, and Break's cause.
-//     The package has no sentinels of its own.
-//   - A negative n, a nil option and the zero Set panic.
-//   - Break breaks the global semaphore too, for every other user of it. Calls
-//     made after Break fail as the core's do after Break: a done context first,
-//     then broken. Drain waits for the set's own holders only.
-//   - WithMaxWaiters bounds each key's wait list; the global semaphore's is its
-//     owner's to bound.
-//   - The Observer hears the key level only; the global semaphore has its own.
-//   - Units is smaller than the core's: it cannot be split, returned in part,
-//     merged or detached, since its two levels must be given back together.
-//   - Up to 64 idle key entries, with their semaphores, are kept for reuse, so a
-//     stream of short-lived keys allocates nothing per key but the Units; the
-//     map is rebuilt when it falls to an eighth of its peak, since Go maps never
-//     give back the memory of deleted entries.
+//   - Units nobody waits for are granted at once, to whoever asks: a key's
+//     unused share is lent without delay.
+//   - While calls wait at the limit, each grant goes to the head of the line of
+//     one key: first a key holding less than its guarantee (WithGuaranteeFunc);
+//     then the key with the earliest virtual time; then the key whose call has
+//     waited longest. The chosen call is granted when its units are free; until
+//     then nobody else is, so that a large request is not starved by small ones
+//     of other keys.
+//   - Each key's calls are served in the order they reached the limit, a large
+//     one at the head holding up the key's smaller ones behind it.
+//   - Nothing held is ever taken back. The units held by all keys never exceed
+//     the limit; after a shrinking Resize no call is granted until they are
+//     below the new one.
+//
+// The virtual time is that of weighted fair queuing, counted in units granted:
+// a grant of n units to a key of weight w (WithWeightFunc) starts at the later
+// of the key's virtual time and the set's, which becomes the set's, and moves
+// the key's to that start plus n/w. So keys that all want more than their
+// shares are granted units in proportion to their weights, and, when their
+// calls hold units for alike durations, hold units in that proportion on
+// average. A key that asked for nothing for a while starts again at the set's
+// virtual time: it has no credit to spend and no debt to pay, and a key that
+// asks for less than its share has its calls served within about one grant to
+// each other waiting key. Units count by size: a call for 3 units advances its
+// key three times as far as a call for 1. Grants made while nobody waits at the
+// limit advance nothing.
+//
+// Ordering by virtual time rather than by the units each key holds now makes
+// the shares exact over time when the limit is small: a limit of 8 split 1:4
+// cannot be held as 1.6 and 6.4 units; ranked by units held it settles at 2 and
+// 6 (a 25% share for a 20% weight), while grants by virtual time go 1 to 4 and
+// the units held average 1.6 and 6.4.
+//
+// The guarantee's bound: when a key below its guarantee is the only one with
+// calls waiting at the limit, its calls that fit in what it lacks are granted
+// once as many units as they ask for have been released by any key (fewer if
+// some are free when it asks; more after a shrinking Resize, by the units held
+// above the new limit). With several keys below their guarantees, they are served among
+// themselves by weight before any other, so the wait is bounded by what they
+// lack together, as long as the guarantees of the keys with calls waiting sum
+// to at most the limit.
+//
+// Choosing the next key costs O(keys with calls waiting at the limit), under
+// the set's mutex, once per grant made while anyone waits. Whether a key is
+// below its guarantee is read from its held units at that moment; a call
+// granted or released on the lock-free path an instant before the first call
+// queued may be counted an instant late.
+//
+// # Keys, capacities and errors
+//
+// Keys are strings; other keys convert at the call (strconv.Itoa). New and the
+// functions of WithCapacityFunc, WithWeightFunc and WithGuaranteeFunc panic for
+// values out of range, with a message naming the set, the key and the value. A
+// capacity above semaphore.MaxUnits (math.MaxInt64 for "no per-key limit") is
+// taken as MaxUnits. Capacity 0 admits only requests for 0 units, so a capacity
+// function can block keys. A request larger than its key's capacity, the limit
+// or the global capacity fails with an error matching semaphore.ErrTooLarge. A
+// key's capacity, weight and guarantee are fixed while it is active: the
+// functions are called when the key becomes active, without a lock of the set,
+// so they may run concurrently and, in a race, more than once for a key.
+//
+// Errors read `keyed "NAME": acquire N units for key "KEY": WHY` and carry the
+// call's semaphore.Outcome, which semaphore.OutcomeOf reads and by which Stats
+// counts: a call whose context was cancelled is Cancelled whatever its cause
+// matches. They match the core's sentinels, the context's error and cause, and
+// Break's cause. The package has no sentinels of its own.
+//
+// Break breaks the global semaphore of WithGlobal too, for every other user of
+// it. Drain waits for the set's own holders only. WithMaxWaiters bounds each
+// key's wait list. The Observer hears the key level only. Units cannot be
+// split, returned in part, merged or detached, since its two levels are given
+// back together. Up to 64 idle key entries, with their semaphores, are kept
+// for reuse, and the maps are rebuilt when they fall to an eighth of their
+// peak, since Go maps never give back the memory of deleted entries.
 package keyed

@@ -29,8 +29,8 @@ func TestErrors_NameTheSetTheKeyAndTheRequest(t *testing.T) {
 func TestErrors_UnnamedSetIsNamedByItsAddress(t *testing.T) {
 	s := keyed.New(1)
 	_, err := s.Acquire(context.Background(), "k", 2)
-	assert.Regexp(t, `^unnamed keyed set 0x[0-9a-f]+: acquire 2 units for key "k": more than the capacity of 1$`, err.Error())
-	assert.Regexp(t, `^unnamed keyed set 0x[0-9a-f]+ \(0 keys active\)$`, s.String())
+	assert.Regexp(t, `^unnamed keyed 0x[0-9a-f]+: acquire 2 units for key "k": more than the capacity of 1$`, err.Error())
+	assert.Regexp(t, `^unnamed keyed 0x[0-9a-f]+ \(0 keys active\)$`, s.String())
 }
 
 func TestErrors_MatchTheContextErrorAndItsCause(t *testing.T) {
@@ -57,4 +57,40 @@ func TestErrors_ContextDeadlineCountsAsTimedOut(t *testing.T) {
 		assert.Equal(t, uint64(1), s.Stats().TimedOut)
 		u.Release()
 	})
+}
+
+func TestErrors_WaitCancelledWithAnyCauseCountsAsCancelled(t *testing.T) {
+	other := semaphore.New(1)
+	other.Break(errors.New("another semaphore's shutdown"))
+	causes := []error{semaphore.ErrBroken, semaphore.ErrTimedOut, semaphore.ErrQueueFull,
+		semaphore.ErrTooLarge, semaphore.ErrShed, other.Err(), context.DeadlineExceeded}
+	for _, level := range []string{"key", "limit", "global"} {
+		for _, cause := range causes {
+			synctest.Test(t, func(t *testing.T) {
+				var opts []keyed.Option
+				key := "k" // waits at the key level
+				switch level {
+				case "limit":
+					opts, key = append(opts, keyed.WithLimit(1)), "other"
+				case "global":
+					opts, key = append(opts, keyed.WithGlobal(semaphore.New(1))), "other"
+				}
+				s := keyed.New(1, opts...)
+				u, _ := s.TryAcquire("k", 1)
+				ctx, cancel := context.WithCancelCause(context.Background())
+				ch := acquireAsync(ctx, s, key, 1)
+				synctest.Wait()
+				cancel(cause)
+				r := <-ch
+				require.ErrorIs(t, r.err, context.Canceled)
+				o, ok := semaphore.OutcomeOf(r.err)
+				require.True(t, ok)
+				assert.Equal(t, semaphore.Cancelled, o, "cause %v, waiting at the %s level", cause, level)
+				st := s.Stats()
+				assert.Equal(t, uint64(1), st.Cancelled, "cause %v, waiting at the %s level", cause, level)
+				assert.Zero(t, st.TimedOut+st.Rejected, "cause %v, waiting at the %s level", cause, level)
+				u.Release()
+			})
+		}
+	}
 }

@@ -20,11 +20,18 @@ type Observer interface {
 	Broken(s *Set, cause error)
 }
 
-// WaitEnded adapts the key's semaphore's observer to the set's, so that a key
-// costs no adapter object: the entry is the semaphore's observer.
-func (e *entry) WaitEnded(_ *semaphore.Semaphore, ev semaphore.WaitEvent) {
-	e.set.observer.WaitEnded(e.set, e.key, ev)
+// keyObserver adapts a key's semaphore's observer to the set's: it is made
+// with the entry, only when the set has an observer.
+type keyObserver struct {
+	set *Set
+	e   *entry
+}
+
+// WaitEnded reports a wait at the key's semaphore as the key's. The entry serves
+// the key while a call waits on its semaphore.
+func (o *keyObserver) WaitEnded(_ *semaphore.Semaphore, ev semaphore.WaitEvent) {
+	o.set.observer.WaitEnded(o.set, o.e.key, ev)
 }
 
 // Broken is the set's to report, once for all keys (see Set.Break).
-func (e *entry) Broken(*semaphore.Semaphore, error) {}
+func (o *keyObserver) Broken(*semaphore.Semaphore, error) {}

@@ -12,11 +12,14 @@ type Option func(*config)
 
 // config is what the options set; New copies it into the Set.
 type config struct {
-	name       string
-	capacityOf func(key string) int64
-	global     *semaphore.Semaphore
-	maxWaiters int // -1: unbounded
-	observer   Observer
+	name        string
+	capacityOf  func(key string) int64
+	weightOf    func(key string) int64
+	guaranteeOf func(key string) int64
+	global      *semaphore.Semaphore
+	limit       int64 // -1: none
+	maxWaiters  int   // -1: unbounded
+	observer    Observer
 }
 
 // WithName names the set. The name appears in every error and panic message, in
@@ -50,6 +53,50 @@ func WithGlobal(global *semaphore.Semaphore) Option {
 		panic("keyed: WithGlobal(nil)")
 	}
 	return func(c *config) { c.global = global }
+}
+
+// WithLimit gives the set a limit of its own on the units held by all keys
+// together, shared among the keys that want it in the order the package
+// documentation describes: weighted fair queuing (WithWeightFunc), guaranteed
+// minimums (WithGuaranteeFunc), units not in use lent at once. The limit is
+// hard: the units held never exceed it. Resize changes it. A limit above
+// semaphore.MaxUnits is taken as MaxUnits. It excludes WithGlobal: New panics
+// if both are given. WithLimit panics if n is negative.
+func WithLimit(n int64) Option {
+	if n < 0 {
+		panic(fmt.Sprintf("keyed: WithLimit(%d): negative", n))
+	}
+	return func(c *config) { c.limit = n }
+}
+
+// WithWeightFunc gives keys weights for sharing the limit of WithLimit: while
+// calls wait at the limit, keys that all want more are granted units in
+// proportion to their weights (the package documentation gives the order). A key's weight is f(key), called as WithCapacityFunc's function
+// is, when the key becomes active; without this option every key weighs 1. A
+// weight outside 1 to MaxWeight makes the call that asked for it panic. New
+// panics if the set has no limit (WithLimit); WithWeightFunc panics if f is
+// nil.
+func WithWeightFunc(f func(key string) int64) Option {
+	if f == nil {
+		panic("keyed: WithWeightFunc(nil)")
+	}
+	return func(c *config) { c.weightOf = f }
+}
+
+// WithGuaranteeFunc gives keys a guaranteed minimum of the limit of WithLimit:
+// f(key) units, called as WithCapacityFunc's function is, when the key becomes
+// active (at most the key's capacity; 0 without this option). While a key holds
+// less than its guarantee and has calls waiting at the limit, units released
+// by any key go to it before any key at or above its guarantee, until it holds
+// its guarantee; when it does not want them, they are lent to others. The
+// package documentation states how long a key waits for its guarantee. A
+// negative guarantee makes the call that asked for it panic. New panics if the
+// set has no limit (WithLimit); WithGuaranteeFunc panics if f is nil.
+func WithGuaranteeFunc(f func(key string) int64) Option {
+	if f == nil {
+		panic("keyed: WithGuaranteeFunc(nil)")
+	}
+	return func(c *config) { c.guaranteeOf = f }
 }
 
 // WithMaxWaiters bounds each key's wait list, as semaphore.WithMaxWaiters does

@@ -3,88 +3,72 @@ package keyed
 import (
 	"context"
 	"fmt"
-	"strconv"
+	"hash/maphash"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/fairsem/semaphore"
+	"github.com/fairsem/semaphore/internal/errs"
 )
 
 // A Set limits concurrency per key (a tenant, a user, a client address), and
 // optionally in total: "at most 4 concurrent uploads per user, at most 256 in
 // all". Each active key has its own strictly FIFO semaphore of the key's
-// capacity; a global semaphore given with WithGlobal is shared by all keys.
-// Acquire takes n units of the key, then n units of the global semaphore, and
-// returns a Units that gives both back exactly once.
+// capacity; the total is a limit of the set's own (WithLimit), shared among
+// keys by weight with guaranteed minimums, or a semaphore shared with other
+// code (WithGlobal). Acquire takes n units of the key, then n units of the
+// total, and returns a Units that gives both back exactly once.
 //
 // Most callers want Acquire with a deferred Units.Release. TryAcquire never
-// waits; AcquireTimeout waits without needing a context. Break then Drain shuts
-// the set down.
+// waits; AcquireTimeout waits without needing a context. Resize changes the
+// limit. Break then Drain shuts the set down.
 //
 // A Set must be created with New; the zero value panics. All methods are safe
 // for concurrent use.
 type Set struct {
 	// Fixed after New.
-	label      string // "keyed \"NAME\"" or "unnamed keyed set 0x…", for messages; "" only in the zero value
-	name       string
-	capacity   int64                  // of every key that capacityOf does not override
-	capacityOf func(key string) int64 // nil: every key has capacity
-	global     *semaphore.Semaphore   // nil: no global limit
-	keyOpts    []semaphore.Option     // for each key's semaphore, the observer excepted
-	observer   Observer               // nil: nothing is reported
+	label       string // "keyed \"NAME\"" or "unnamed keyed 0x…", for messages; "" only in the zero value
+	name        string
+	capacity    int64                  // of every key that capacityOf does not override
+	capacityOf  func(key string) int64 // nil: every key has capacity
+	weightOf    func(key string) int64 // nil: every key has weight 1
+	guaranteeOf func(key string) int64 // nil: no key has a guarantee
+	global      *semaphore.Semaphore   // WithGlobal's; nil: none
+	limit       *limit                 // WithLimit's; nil: none
+	keyOpts     []semaphore.Option     // for each key's semaphore, the observer excepted
+	observer    Observer               // nil: nothing is reported
+	seed        maphash.Seed           // for shardOf
 
-	mu sync.Mutex
-	// entries holds exactly the active keys: those with calls in progress or Units
-	// not yet released (entry.refs > 0). An entry leaves it, under mu, in the same
-	// hold that drops its last reference, so a caller that finds an entry under mu
-	// always finds a live one. Guarded by mu.
-	entries map[string]*entry
-	// peak is the most entries the map has held since it was last rebuilt. Go
-	// maps do not shrink, so the map is rebuilt when it falls to a small fraction
-	// of its peak (see remove). Guarded by mu.
-	peak int
-	// free keeps up to maxFree idle entries, with their semaphores, for keys that
-	// become active: a stream of short-lived keys then allocates nothing per key.
-	// Guarded by mu.
-	free []*entry
+	// shards hold the active keys; see keys.go.
+	shards [shardCount]shard
+
 	// broken is nil while the set is healthy. After Break it is a semaphore broken
 	// with Break's cause: calls made after Break fail on it, so that they fail as
-	// the core fails them (a done context first, then broken). Guarded by mu.
-	broken *semaphore.Semaphore
-	// drained is closed when entries becomes empty; nil when no Drain waits.
+	// the core fails them (a done context first, then broken). Set once.
+	broken atomic.Pointer[semaphore.Semaphore]
+	// active is the number of active keys, in all shards; changed under the
+	// shard's write lock.
+	active atomic.Int64
+	// weights is the sum of the active keys' weights, with WithLimit; changed
+	// under the shard's write lock.
+	weights atomic.Int64
+	// draining is the number of Drain calls waiting. A removal that leaves no key
+	// active takes mu only when it is not 0: Drain adds to it before it reads
+	// active, the removal subtracts from active before it reads draining, so one
+	// of the two sees the other (see drainedLocked).
+	draining atomic.Int32
+
+	// mu guards the limit's lines and choice (limit.go) and drained. It is taken
+	// after a shard's lock, never before one.
+	mu sync.Mutex
+	// drained is closed when no key is active any more; nil when no Drain waits.
 	// Guarded by mu.
 	drained chan struct{}
 
 	// Counters, atomic: see Stats.
-	acquired, timedOut, cancelled, rejected atomic.Uint64
+	timedOut, cancelled, rejected atomic.Uint64 // the successes are counted per shard
 }
-
-// An entry is one active key: its semaphore and who uses it.
-type entry struct {
-	set *Set                 // fixed
-	sem *semaphore.Semaphore // fixed: the key's limit, idle and healthy whenever refs is 0
-	// key is set, under set.mu, when the entry enters the map; calls read it
-	// while they hold a reference, which they took under set.mu after it was set.
-	key string
-	// refs counts the calls in progress on the key and its Units not yet
-	// released; the entry is in set.entries exactly while refs > 0. Guarded by
-	// set.mu.
-	refs int
-	// held is the units held by the key's Units (at both levels); waiting is the
-	// calls in progress, granted neither level or only the key's. Atomic: they
-	// change outside set.mu and are read for Stats and Diagnostics.
-	held    atomic.Int64
-	waiting atomic.Int64
-}
-
-const (
-	// maxFree bounds the idle entries kept for reuse.
-	maxFree = 64
-	// rebuildAbove is the peak below which the map is never rebuilt: a map this
-	// small costs little even when empty.
-	rebuildAbove = 1024
-)
 
 // New returns a set in which every key has the given capacity, unless
 // WithCapacityFunc overrides it. A capacity of 0 admits only requests for 0
@@ -93,7 +77,7 @@ const (
 // as MaxUnits. New panics if capacity is negative, or if an option is nil or was
 // given an invalid value.
 func New(capacity int64, opts ...Option) *Set {
-	c := config{maxWaiters: -1}
+	c := config{maxWaiters: -1, limit: -1}
 	for i, o := range opts {
 		if o == nil {
 			panic(fmt.Sprintf("keyed: New: option %d is nil", i))
@@ -101,237 +85,163 @@ func New(capacity int64, opts ...Option) *Set {
 		o(&c)
 	}
 	s := &Set{
-		name:       c.name,
-		capacity:   capacity,
-		capacityOf: c.capacityOf,
-		global:     c.global,
-		observer:   c.observer,
-		entries:    make(map[string]*entry),
+		name:        c.name,
+		capacityOf:  c.capacityOf,
+		weightOf:    c.weightOf,
+		guaranteeOf: c.guaranteeOf,
+		global:      c.global,
+		observer:    c.observer,
+		seed:        maphash.MakeSeed(),
 	}
-	if c.name != "" {
-		s.label = "keyed " + strconv.Quote(c.name)
-	} else {
-		s.label = fmt.Sprintf("unnamed keyed set %p", s)
-	}
+	s.label = errs.Label("keyed", c.name, s)
 	if capacity < 0 {
 		s.panicf("capacity %d: negative", capacity)
 	}
 	s.capacity = min(capacity, semaphore.MaxUnits)
+	switch {
+	case c.limit >= 0 && c.global != nil:
+		s.panicf("WithLimit and WithGlobal together: the set has one global level")
+	case c.limit < 0 && (c.weightOf != nil || c.guaranteeOf != nil):
+		s.panicf("WithWeightFunc and WithGuaranteeFunc share a limit: they need WithLimit")
+	case c.limit >= 0:
+		s.limit = newLimit(min(c.limit, semaphore.MaxUnits))
+	}
 	if c.maxWaiters >= 0 {
 		s.keyOpts = append(s.keyOpts, semaphore.WithMaxWaiters(c.maxWaiters))
 	}
 	return s
 }
 
-// Acquire takes n units of key, then n units of the global semaphore if there
-// is one, blocking until both are granted, ctx is done, or the set is broken.
-// Each level is strictly FIFO: the key's semaphore among the key's callers, the
-// global one among all keys'. On success it returns a Units that owns the units
-// at both levels; release it when done.
+// Acquire takes n units of key, then n units of the set's limit (WithLimit) or
+// of the global semaphore (WithGlobal) if there is one, blocking until both are
+// granted, ctx is done, or the set is broken. The key's level is strictly FIFO
+// among the key's calls; the limit serves keys in the fair order the package
+// documentation describes, each key's calls in FIFO order; the global
+// semaphore is FIFO among all keys. On success it returns a Units that owns
+// the units at both levels; release it when done.
 //
-// It fails as a semaphore's Acquire does (an error matching ctx's error, and
-// semaphore.ErrTimedOut for a deadline; semaphore.ErrBroken; semaphore.ErrTooLarge
-// when n exceeds the key's or the global capacity; semaphore.ErrQueueFull), at
-// either level, and then holds nothing: units taken at the key level are given
-// back before it returns. It returns a nil *Units on failure. Acquire panics if n
-// is negative.
+// It fails with an error matching ctx's error and cause (and
+// semaphore.ErrTimedOut when its deadline passed); semaphore.ErrBroken and
+// Break's cause once the set is broken; semaphore.ErrTooLarge when n exceeds
+// the key's capacity, the limit or the global capacity; semaphore.ErrQueueFull
+// when the key's wait list is full (WithMaxWaiters) or the global semaphore's
+// is. It then holds nothing: units taken at the key level are given back before
+// it returns, and it returns a nil *Units. A context done before the call is
+// reported first. semaphore.OutcomeOf tells how the call ended. Acquire panics
+// if n is negative.
 func (s *Set) Acquire(ctx context.Context, key string, n int64) (*Units, error) {
-	e, b := s.join(key, n)
+	e, i, b := s.join(key, n)
 	if b != nil {
 		return nil, s.fail(key, n, nil, b.Acquire(ctx, n))
 	}
 	if err := e.sem.Acquire(ctx, n); err != nil {
-		s.abandon(e, 0)
+		s.abandon(e, i, 0)
 		return nil, s.fail(key, n, nil, err)
 	}
-	if s.global != nil {
+	switch {
+	case s.limit != nil:
+		if err := s.take(ctx, false, 0, e, key, n); err != nil {
+			s.abandon(e, i, n)
+			return nil, err
+		}
+	case s.global != nil:
 		if err := s.global.Acquire(ctx, n); err != nil {
-			s.abandon(e, n)
+			s.abandon(e, i, n)
 			return nil, s.fail(key, n, s.global, err)
 		}
 	}
-	return s.granted(e, key, n), nil
+	return s.granted(e, i, key, n), nil
 }
 
 // AcquireTimeout is Acquire with a deadline d from now and no context: d bounds
 // the wait at both levels together. On expiry it returns an error matching
 // semaphore.ErrTimedOut and context.DeadlineExceeded. If d <= 0 it never waits:
-// it succeeds only when both levels can grant at once.
+// it succeeds only when both levels can grant at once. It fails otherwise as
+// Acquire does, and panics if n is negative.
 func (s *Set) AcquireTimeout(d time.Duration, key string, n int64) (*Units, error) {
-	e, b := s.join(key, n)
+	e, i, b := s.join(key, n)
 	if b != nil {
 		return nil, s.fail(key, n, nil, b.AcquireTimeout(d, n))
 	}
 	var start time.Time
-	if s.global != nil && d > 0 {
+	if (s.global != nil || s.limit != nil) && d > 0 {
 		start = time.Now()
 	}
 	if err := e.sem.AcquireTimeout(d, n); err != nil {
-		s.abandon(e, 0)
+		s.abandon(e, i, 0)
 		return nil, s.fail(key, n, nil, err)
 	}
-	if s.global != nil {
-		rest := d
-		if d > 0 {
-			rest = d - time.Since(start)
+	rest := d
+	if d > 0 && (s.global != nil || s.limit != nil) {
+		rest = d - time.Since(start)
+	}
+	switch {
+	case s.limit != nil:
+		if err := s.take(context.Background(), true, rest, e, key, n); err != nil {
+			s.abandon(e, i, n)
+			return nil, err
 		}
+	case s.global != nil:
 		if err := s.global.AcquireTimeout(rest, n); err != nil {
-			s.abandon(e, n)
+			s.abandon(e, i, n)
 			return nil, s.fail(key, n, s.global, err)
 		}
 	}
-	return s.granted(e, key, n), nil
+	return s.granted(e, i, key, n), nil
 }
 
-// TryAcquire takes n units of key and of the global semaphore if both can be
-// granted at once, and reports whether it did. It never waits and never jumps a
-// queue: it fails when anyone waits at either level. On failure it holds
-// nothing and returns nil and false; it fails on a broken set. It panics if n is
-// negative.
+// TryAcquire takes n units of key and of the limit or global semaphore if both
+// can be granted at once, and reports whether it did. It never waits and never
+// jumps a queue: it fails when anyone waits at either level. On failure it
+// holds nothing and returns nil and false; it fails on a broken set. It panics
+// if n is negative.
 func (s *Set) TryAcquire(key string, n int64) (*Units, bool) {
-	e, b := s.join(key, n)
+	e, i, b := s.join(key, n)
 	if b != nil {
 		return nil, false
 	}
 	if !e.sem.TryAcquire(n) {
-		s.abandon(e, 0)
+		s.abandon(e, i, 0)
 		return nil, false
 	}
-	if s.global != nil && !s.global.TryAcquire(n) {
-		s.abandon(e, n)
-		return nil, false
+	switch {
+	case s.limit != nil:
+		// The flag is set while anyone waits at the limit, and for good after
+		// Break: tryTake fails then.
+		if !s.limit.tryTake(n) {
+			s.abandon(e, i, n)
+			return nil, false
+		}
+		s.grantedAt(e, n)
+	case s.global != nil:
+		if !s.global.TryAcquire(n) {
+			s.abandon(e, i, n)
+			return nil, false
+		}
 	}
-	return s.granted(e, key, n), true
+	return s.granted(e, i, key, n), true
 }
 
-// join takes a reference to key's entry, creating it if the key is not active,
-// for a call asking for n units. On a broken set it takes nothing and returns the
-// semaphore that fails such calls.
-func (s *Set) join(key string, n int64) (*entry, *semaphore.Semaphore) {
-	if s.label == "" {
-		panic(errZeroSet)
+// granted turns a call on e, in shard i, that holds n units at both levels
+// into Units.
+func (s *Set) granted(e *entry, i uint8, key string, n int64) *Units {
+	if s.limit == nil {
+		e.held.Add(n) // the limit counts its grants where it makes them
 	}
-	if n < 0 {
-		s.panicf("acquire %d units for key %q: negative", n, key)
-	}
-	s.mu.Lock()
-	if s.broken != nil {
-		b := s.broken
-		s.mu.Unlock()
-		return nil, b
-	}
-	e := s.entries[key]
-	if e == nil && s.capacityOf != nil {
-		// The function is the caller's: run it without the lock, then look again,
-		// since another call may have made the key active meanwhile.
-		s.mu.Unlock()
-		capacity := s.capacityFor(key)
-		s.mu.Lock()
-		if s.broken != nil {
-			b := s.broken
-			s.mu.Unlock()
-			return nil, b
-		}
-		if e = s.entries[key]; e == nil {
-			e = s.activate(key, capacity)
-		}
-	} else if e == nil {
-		e = s.activate(key, s.capacity)
-	}
-	e.refs++
-	e.waiting.Add(1)
-	s.mu.Unlock()
-	return e, nil
-}
-
-// activate makes key active with the given capacity, reusing an idle entry when
-// one is kept. mu must be held.
-func (s *Set) activate(key string, capacity int64) *entry {
-	var e *entry
-	if k := len(s.free); k > 0 {
-		e = s.free[k-1]
-		s.free[k-1] = nil
-		s.free = s.free[:k-1]
-		if e.sem.Capacity() != capacity {
-			e.sem.Resize(capacity) // idle: no holder, no waiter to fail
-		}
-	} else {
-		e = &entry{set: s}
-		opts := s.keyOpts
-		if s.observer != nil {
-			opts = append(opts[:len(opts):len(opts)], semaphore.WithObserver(e))
-		}
-		e.sem = semaphore.New(capacity, opts...)
-	}
-	e.key = key
-	s.entries[key] = e
-	if len(s.entries) > s.peak {
-		s.peak = len(s.entries)
-	}
-	return e
-}
-
-// capacityFor is key's capacity, from the function given with WithCapacityFunc.
-func (s *Set) capacityFor(key string) int64 {
-	if s.capacityOf == nil {
-		return s.capacity
-	}
-	c := s.capacityOf(key)
-	if c < 0 {
-		s.panicf("capacity %d for key %q: negative", c, key)
-	}
-	return min(c, semaphore.MaxUnits)
-}
-
-// granted turns a call that holds n units at both levels into Units.
-func (s *Set) granted(e *entry, key string, n int64) *Units {
-	e.held.Add(n)
 	e.waiting.Add(-1)
-	s.acquired.Add(1)
-	return &Units{set: s, e: e, key: key, n: n}
+	s.shards[i].acquired.Add(1) // per shard: keys on other cores do not share the counter
+	return &Units{set: s, e: e, key: key, n: n, shard: i}
 }
 
-// abandon ends a call that failed after joining: it gives back the n units it
-// holds at the key level (0 when the key level failed) and drops its reference.
-func (s *Set) abandon(e *entry, n int64) {
+// abandon ends a call on e, in shard i, that failed after joining: it gives
+// back the n units it holds at the key level (0 when the key level failed) and
+// drops its reference.
+func (s *Set) abandon(e *entry, i uint8, n int64) {
 	if n > 0 {
 		e.sem.Release(n)
 	}
 	e.waiting.Add(-1)
-	s.leave(e)
-}
-
-// leave drops one reference to e, and makes the key inactive with the last one.
-func (s *Set) leave(e *entry) {
-	s.mu.Lock()
-	if e.refs--; e.refs == 0 {
-		s.remove(e)
-	}
-	s.mu.Unlock()
-}
-
-// remove takes e, which has no reference left, out of the map; it keeps it for
-// reuse when its semaphore is idle and healthy. mu must be held.
-func (s *Set) remove(e *entry) {
-	delete(s.entries, e.key)
-	if s.broken == nil && len(s.free) < maxFree && e.sem.Waiters() == 0 && e.sem.Available() == e.sem.Capacity() {
-		e.key = ""
-		s.free = append(s.free, e)
-	}
-	// Go maps never give back the memory of deleted entries: rebuild the map
-	// when it is down to an eighth of its peak. The copy costs at most an eighth
-	// of the deletions since the last rebuild, so O(1) per deletion amortized.
-	if k := len(s.entries); s.peak > rebuildAbove && k <= s.peak/8 {
-		m := make(map[string]*entry, k)
-		for key, e := range s.entries {
-			m[key] = e
-		}
-		s.entries, s.peak = m, k
-	}
-	if len(s.entries) == 0 && s.drained != nil {
-		close(s.drained)
-		s.drained = nil
-	}
+	s.leave(e, i)
 }
 
 // errZeroSet is the panic of every method of a zero Set but String.
@@ -348,10 +258,7 @@ func (s *Set) String() string {
 	if s.label == "" {
 		return "keyed: zero Set (create it with keyed.New)"
 	}
-	s.mu.Lock()
-	k := len(s.entries)
-	s.mu.Unlock()
-	return s.label + " (" + plural(int64(k), "key") + " active)"
+	return s.label + " (" + errs.Count(s.active.Load(), "key") + " active)"
 }
 
 // Name returns the name given with WithName, or "".

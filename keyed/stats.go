@@ -3,22 +3,26 @@ package keyed
 import (
 	"cmp"
 	"fmt"
+	"math/bits"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/fairsem/semaphore/internal/errs"
 )
 
 // Stats is a snapshot of a set: its active keys in total, and counters that
-// only grow. Every failed call is counted once, under the error it returned,
-// at whichever level it failed: Rejected for semaphore.ErrTooLarge and
-// ErrQueueFull, TimedOut for semaphore.ErrTimedOut, Cancelled for a context
-// cancelled without a deadline; a call failed by Break is in none of them.
+// only grow. Every failed call is counted once, by the semaphore.Outcome its
+// error carries, at whichever level it failed: Rejected for TooLarge and
+// QueueFull, TimedOut for TimedOut, Cancelled for Cancelled (whatever the
+// context's cause matches); a call failed by Break is in none of them.
 // TryAcquire's failures are not counted.
 type Stats struct {
 	Name    string // from WithName
 	Keys    int    // keys active now: with holders or calls in progress
-	Held    int64  // units held now by the set's Units, summed over keys (each also holds as many global units)
-	Waiters int    // calls in progress now: waiting for their key's units or the global's
+	Limit   int64  // the limit of WithLimit now; 0 without one
+	Held    int64  // units held now by the set's Units, summed over keys (each also holds as many at the global level)
+	Waiters int    // calls in progress now: waiting for their key's units or the global level's
 	Broken  bool   // Break was called
 
 	Acquired  uint64 // successful acquisitions (TryAcquire included)
@@ -32,77 +36,105 @@ type KeyStats struct {
 	Key      string
 	Capacity int64 // the key's capacity: the default or its override
 	Held     int64 // units held by the key's Units
-	Waiters  int   // the key's calls in progress: at the key's semaphore or the global one
+	Waiters  int   // the key's calls in progress: at the key's semaphore or the global level
+
+	// With WithLimit only; zero without.
+	Weight    int64  // the key's weight (WithWeightFunc; 1 by default)
+	Guarantee int64  // the key's guaranteed minimum (WithGuaranteeFunc)
+	Share     int64  // the key's weighted share of the limit if every active key wanted more: Limit × Weight / (the active keys' weights), rounded down, at least Guarantee and at most Capacity
+	Borrowed  int64  // units held beyond Share: lent by keys that do not use their share
+	Acquired  uint64 // the key's calls granted the limit's units since the key became active
 }
 
-// Stats returns a snapshot of the set. It reads every active key under the set's
-// lock: it costs O(active keys).
+// Stats returns a snapshot of the set. It reads each active key under its
+// shard's lock, one shard at a time: it costs O(active keys), and its sums
+// may mix moments when calls run meanwhile.
 func (s *Set) Stats() Stats {
 	if s.label == "" {
 		panic(errZeroSet)
 	}
+	limit, _ := s.Limit()
 	st := Stats{
 		Name:      s.name,
-		Acquired:  s.acquired.Load(),
+		Limit:     limit,
 		TimedOut:  s.timedOut.Load(),
 		Cancelled: s.cancelled.Load(),
 		Rejected:  s.rejected.Load(),
 	}
-	s.mu.Lock()
-	st.Keys = len(s.entries)
-	st.Broken = s.broken != nil
-	for _, e := range s.entries {
+	for i := range s.shards {
+		st.Acquired += s.shards[i].acquired.Load()
+	}
+	s.eachEntry(func(e *entry) {
+		st.Keys++
 		st.Held += e.held.Load()
 		st.Waiters += int(e.waiting.Load())
-	}
-	s.mu.Unlock()
+	})
+	st.Broken = s.broken.Load() != nil
 	return st
 }
 
 // KeyStats returns a snapshot of key. A key that is not active holds nothing and
-// has nobody waiting; its capacity is still reported (from WithCapacityFunc, if
-// given, called for the purpose).
+// has nobody waiting; its capacity, weight, guarantee and share are still
+// reported (from the functions of the options, called for the purpose).
 func (s *Set) KeyStats(key string) KeyStats {
 	if s.label == "" {
 		panic(errZeroSet)
 	}
-	s.mu.Lock()
-	if e := s.entries[key]; e != nil {
-		ks := keyStatsOf(e)
-		s.mu.Unlock()
+	limit, _ := s.Limit()
+	sh := &s.shards[s.shardOf(key)]
+	sh.mu.RLock()
+	if e := sh.m[key]; e != nil {
+		ks := s.keyStatsOf(e, limit, s.weights.Load())
+		sh.mu.RUnlock()
 		return ks
 	}
-	s.mu.Unlock()
-	return KeyStats{Key: key, Capacity: s.capacityFor(key)}
+	sh.mu.RUnlock()
+	p := s.paramsFor(key)
+	ks := KeyStats{Key: key, Capacity: p.capacity}
+	if s.limit != nil {
+		ks.Weight, ks.Guarantee = p.weight, p.guarantee
+		ks.Share = shareOf(limit, p, s.weights.Load()+p.weight)
+	}
+	return ks
 }
 
-// keyStatsOf reads e; set.mu must be held, so that e serves its key.
-func keyStatsOf(e *entry) KeyStats {
-	return KeyStats{Key: e.key, Capacity: e.sem.Capacity(), Held: e.held.Load(), Waiters: int(e.waiting.Load())}
+// keyStatsOf reads e, which serves its key: its shard's lock must be held.
+// limit and weights are the set's limit and its active keys' weights.
+func (s *Set) keyStatsOf(e *entry, limit, weights int64) KeyStats {
+	ks := KeyStats{Key: e.key, Capacity: e.sem.Capacity(), Held: e.held.Load(), Waiters: int(e.waiting.Load())}
+	if sh := e.share; sh != nil {
+		ks.Weight, ks.Guarantee, ks.Acquired = sh.weight, sh.guarantee, sh.granted.Load()
+		ks.Share = shareOf(limit, params{capacity: ks.Capacity, weight: sh.weight, guarantee: sh.guarantee}, weights)
+		ks.Borrowed = max(ks.Held-ks.Share, 0)
+	}
+	return ks
 }
 
-// Diagnostics renders a dump of the set for a human deciding which keys use the
-// limits. Its first line sums the set up and names the key holding the most
-// units, for example
-//
-//	keyed "uploads": 3 keys active, 9 units held, 5 calls waiting; most held by "alice" (4 of 4 units, 3 waiting)
-//
-// followed by the global semaphore's state, if any, and one row per active key,
-// the keys holding the most first (then those with the most waiting), at most
-// maxLines rows and a last row summing the rest; maxLines <= 0 means no limit.
-// The keys are read under the set's lock, in one snapshot; the sorting and the
-// rendering happen outside it. It costs O(k log k) for k active keys.
-func (s *Set) Diagnostics(maxLines int) string {
+// shareOf is the share of a key with parameters p, of a limit whose active keys
+// weigh weights in all (p's included).
+func shareOf(limit int64, p params, weights int64) int64 {
+	if weights <= 0 {
+		return 0
+	}
+	hi, lo := bits.Mul64(uint64(limit), uint64(p.weight))
+	// weights includes weight (read apart, it may not): the quotient is at most
+	// limit, which Div64 needs.
+	q, _ := bits.Div64(hi, lo, uint64(max(weights, p.weight)))
+	return min(max(int64(q), p.guarantee), p.capacity)
+}
+
+// ActiveKeys returns a snapshot of the active keys, the keys holding the most
+// units first (then those with the most calls waiting, then by key), at most
+// maxKeys of them; maxKeys <= 0 means all. Each key is read under its shard's
+// lock, one shard at a time; it costs O(k log k) for k active keys.
+func (s *Set) ActiveKeys(maxKeys int) []KeyStats {
 	if s.label == "" {
 		panic(errZeroSet)
 	}
-	s.mu.Lock()
-	rows := make([]KeyStats, 0, len(s.entries))
-	for _, e := range s.entries {
-		rows = append(rows, keyStatsOf(e))
-	}
-	broken := s.broken != nil
-	s.mu.Unlock()
+	limit, _ := s.Limit()
+	weights := s.weights.Load()
+	var rows []KeyStats
+	s.eachEntry(func(e *entry) { rows = append(rows, s.keyStatsOf(e, limit, weights)) })
 	slices.SortFunc(rows, func(a, b KeyStats) int {
 		if c := cmp.Compare(b.Held, a.Held); c != 0 {
 			return c
@@ -112,6 +144,33 @@ func (s *Set) Diagnostics(maxLines int) string {
 		}
 		return strings.Compare(a.Key, b.Key)
 	})
+	if maxKeys > 0 && len(rows) > maxKeys {
+		rows = rows[:maxKeys]
+	}
+	return rows
+}
+
+// Diagnostics renders a dump of the set for a human deciding which keys use the
+// limits. Its first line sums the set up and names the key holding the most
+// units, for example
+//
+//	keyed "uploads": 3 keys active, 9 units held, 5 calls waiting; most held by "alice" (4 of 4 units, 3 waiting)
+//
+// followed by the global semaphore's state, if any, or the limit's, naming
+// the keys that hold more than their shares (KeyStats.Borrowed), and one row
+// per active key, the keys holding the most first (then those with the most
+// waiting), at most maxLines rows and a last row summing the rest; maxLines <=
+// 0 means no limit. With WithLimit, each row gives its key's weight,
+// guarantee, share and grants. The keys are read under their shards' locks,
+// one shard at a time; the sorting and the rendering happen outside them. It
+// costs O(k log k) for k active keys.
+func (s *Set) Diagnostics(maxLines int) string {
+	if s.label == "" {
+		panic(errZeroSet)
+	}
+	rows := s.ActiveKeys(0)
+	broken := s.broken.Load() != nil
+	limit, _ := s.Limit()
 	var held, waiting int64
 	for _, r := range rows {
 		held += r.Held
@@ -123,21 +182,41 @@ func (s *Set) Diagnostics(maxLines int) string {
 	if broken {
 		b.WriteString("broken, ")
 	}
-	fmt.Fprintf(&b, "%s active, %s held, %s waiting", plural(int64(len(rows)), "key"), plural(held, "unit"), plural(waiting, "call"))
+	fmt.Fprintf(&b, "%s active, %s held, %s waiting", errs.Count(int64(len(rows)), "key"), errs.Count(held, "unit"), errs.Count(waiting, "call"))
 	if len(rows) > 0 {
 		top := rows[0]
-		fmt.Fprintf(&b, "; most held by %s (%d of %s, %d waiting)", strconv.Quote(top.Key), top.Held, plural(top.Capacity, "unit"), top.Waiters)
+		fmt.Fprintf(&b, "; most held by %s (%d of %s, %d waiting)", strconv.Quote(top.Key), top.Held, errs.Count(top.Capacity, "unit"), top.Waiters)
 	}
 	b.WriteByte('\n')
 	if s.global != nil {
 		b.WriteString("  global: " + s.global.String() + "\n")
+	}
+	if s.limit != nil {
+		fmt.Fprintf(&b, "  limit: %s held of %d", errs.Count(held, "unit"), limit)
+		var over []string
+		for _, r := range rows { // the most held first
+			if r.Borrowed > 0 {
+				over = append(over, fmt.Sprintf("%s (%d, share %d)", strconv.Quote(r.Key), r.Held, r.Share))
+			}
+		}
+		if len(over) > 3 {
+			over = append(over[:3], fmt.Sprintf("%d more", len(over)-3))
+		}
+		if len(over) > 0 {
+			b.WriteString("; over their shares: " + strings.Join(over, ", "))
+		}
+		b.WriteByte('\n')
 	}
 	shown := rows
 	if maxLines > 0 && len(rows) > maxLines {
 		shown = rows[:maxLines]
 	}
 	for _, r := range shown {
-		fmt.Fprintf(&b, "  %-24s held %d of %d, %d waiting\n", strconv.Quote(r.Key), r.Held, r.Capacity, r.Waiters)
+		fmt.Fprintf(&b, "  %-24s held %d of %d, %d waiting", strconv.Quote(r.Key), r.Held, r.Capacity, r.Waiters)
+		if s.limit != nil {
+			fmt.Fprintf(&b, "; weight %d, guarantee %d, share %d, borrowed %d, acquired %d", r.Weight, r.Guarantee, r.Share, r.Borrowed, r.Acquired)
+		}
+		b.WriteByte('\n')
 	}
 	if rest := rows[len(shown):]; len(rest) > 0 {
 		var h, w int64
@@ -145,7 +224,7 @@ func (s *Set) Diagnostics(maxLines int) string {
 			h += r.Held
 			w += int64(r.Waiters)
 		}
-		fmt.Fprintf(&b, "  … %d more %s, holding %s, %d waiting\n", len(rest), keysWord(len(rest)), plural(h, "unit"), w)
+		fmt.Fprintf(&b, "  … %d more %s, holding %s, %d waiting\n", len(rest), keysWord(len(rest)), errs.Count(h, "unit"), w)
 	}
 	return b.String()
 }

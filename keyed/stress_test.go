@@ -25,17 +25,30 @@ import (
 // that no key and not the global semaphore ever has more units out than its
 // capacity, and at the end that every unit came back and no key is left.
 func TestStress_LimitsHoldAndEverythingComesBack(t *testing.T) {
-	stress(t, false)
+	stress(t, false, false)
+}
+
+// TestStress_FairLimitHoldsAndEverythingComesBack runs the same load against a
+// set with a limit of its own, with weights and guarantees, while one worker
+// resizes the limit, and checks the same: the units out never exceed the
+// largest limit, and everything comes back.
+func TestStress_FairLimitHoldsAndEverythingComesBack(t *testing.T) {
+	stress(t, false, true)
+}
+
+// TestStress_BreakWhileBusyAtTheFairLimit is the Break test with a limit.
+func TestStress_BreakWhileBusyAtTheFairLimit(t *testing.T) {
+	stress(t, true, true)
 }
 
 // TestStress_BreakWhileBusyFailsEveryoneAndDrains breaks the set while the same
 // load runs: every call ends, holders give their units back, Drain returns, and
 // no key is left.
 func TestStress_BreakWhileBusyFailsEveryoneAndDrains(t *testing.T) {
-	stress(t, true)
+	stress(t, true, false)
 }
 
-func stress(t *testing.T, breakIt bool) {
+func stress(t *testing.T, breakIt, limited bool) {
 	const (
 		keys    = 40
 		workers = 8
@@ -47,7 +60,15 @@ func stress(t *testing.T, breakIt bool) {
 	}
 	capOf := func(k string) int64 { i, _ := strconv.Atoi(k); return int64(i%4) + 1 }
 	g := semaphore.New(gCap, semaphore.WithName("all"))
-	s := keyed.New(0, keyed.WithName("stress"), keyed.WithGlobal(g), keyed.WithCapacityFunc(capOf), keyed.WithMaxWaiters(6))
+	opts := []keyed.Option{keyed.WithName("stress"), keyed.WithCapacityFunc(capOf), keyed.WithMaxWaiters(6)}
+	if limited {
+		opts = append(opts, keyed.WithLimit(gCap),
+			keyed.WithWeightFunc(func(k string) int64 { i, _ := strconv.Atoi(k); return int64(i%5) + 1 }),
+			keyed.WithGuaranteeFunc(func(k string) int64 { i, _ := strconv.Atoi(k); return int64(i % 2) }))
+	} else {
+		opts = append(opts, keyed.WithGlobal(g))
+	}
+	s := keyed.New(0, opts...)
 
 	var out [keys]atomic.Int64 // units each key's holders hold, by the test's count
 	var global atomic.Int64
@@ -64,6 +85,9 @@ func stress(t *testing.T, breakIt bool) {
 			for i := range ops {
 				if breakIt && w == 0 && i == ops/2 {
 					s.Break(cause)
+				}
+				if limited && w == 1 && i%50 == 0 {
+					s.Resize(gCap - int64(r.IntN(5))) // the units out stay within gCap
 				}
 				k := r.IntN(keys)
 				key := strconv.Itoa(k)
@@ -143,12 +167,60 @@ func stress(t *testing.T, breakIt bool) {
 	entries, _, _ := s.MapState()
 	assert.Equal(t, 0, entries)
 	require.NoError(t, s.Drain(context.Background()))
-	if breakIt {
+	switch {
+	case limited:
+		if !breakIt {
+			s.Resize(gCap)
+			u, ok := s.TryAcquire("0", 0)
+			require.True(t, ok, "nobody waits at the limit")
+			u.Release()
+			u, ok = s.TryAcquire("3", 4) // capacity 4
+			require.True(t, ok, "every unit of the limit came back")
+			u.Release()
+		}
+	case breakIt:
 		assert.ErrorIs(t, s.Err(), cause)
 		assert.ErrorIs(t, g.Err(), cause)
 		require.NoError(t, g.Drain(context.Background()), "every global unit came back")
-	} else {
+	default:
 		assert.Equal(t, int64(gCap), g.Available())
 		assert.Equal(t, 0, g.Waiters())
 	}
+}
+
+// TestStress_AKeyHasOneEntryAtATime makes two keys of capacity 1 active and
+// inactive again as fast as goroutines can, so that a call finding a key's
+// entry races the last holder removing it, and checks that no two calls ever
+// hold the same key at once: an entry revived after its removal, or reused for
+// another key while a call still counts on it, would give a key two
+// semaphores.
+func TestStress_AKeyHasOneEntryAtATime(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	ops := 1_000_000
+	if testing.Short() || raceEnabled {
+		ops = 50_000
+	}
+	s := keyed.New(1)
+	var holders [2]atomic.Int32
+	var violations atomic.Int64
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			for i := range ops {
+				k := (i + w) % 2
+				u, ok := s.TryAcquire(strconv.Itoa(k), 1)
+				if !ok {
+					continue
+				}
+				if holders[k].Add(1) > 1 {
+					violations.Add(1)
+				}
+				holders[k].Add(-1)
+				u.Release()
+			}
+		})
+	}
+	wg.Wait()
+	assert.Zero(t, violations.Load(), "a key was held twice at once")
+	assert.Equal(t, 0, s.Stats().Keys)
 }

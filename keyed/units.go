@@ -20,9 +20,10 @@ type Units struct {
 	key      string // fixed
 	n        int64  // fixed
 	released atomic.Bool
+	shard    uint8 // fixed: the index of e's shard
 }
 
-// Release gives the units back to the global semaphore, then to the key, and
+// Release gives the units back to the global level, then to the key, and
 // lets the key become inactive if nobody else uses it. It does so once, however
 // many goroutines call it, and does nothing on a nil *Units. Units returned to a
 // broken set are dropped, as the core drops them, and still counted for Drain.
@@ -31,12 +32,17 @@ func (u *Units) Release() {
 		return
 	}
 	s, e := u.set, u.e
-	if s.global != nil {
+	switch {
+	case s.limit != nil:
+		s.giveBack(e, u.n)
+	case s.global != nil:
 		s.global.Release(u.n)
+		e.held.Add(-u.n)
+	default:
+		e.held.Add(-u.n)
 	}
-	e.held.Add(-u.n)
 	e.sem.Release(u.n)
-	s.leave(e)
+	s.leave(e, u.shard)
 }
 
 // Count returns the number of units u owns at each level: n until released, then

@@ -84,10 +84,16 @@ func (a semaphoreSource) Snapshot() Snapshot {
 }
 
 // keyedSource shows a keyed set by its units held over every key, against its
-// global semaphore's capacity when it has one (shared with others, the global
-// semaphore can be registered on its own) and as unlimited when it has none.
-// It counts no calls that queued, and never sheds.
+// limit (WithLimit) or its global semaphore's capacity when it has one (shared
+// with others, the global semaphore can be registered on its own), and as
+// unlimited when it has neither. With a limit, the keys holding the most are
+// among the details with their shares. It counts no calls that queued, and
+// never sheds.
 type keyedSource struct{ s *keyed.Set }
+
+// keyedShareRows is how many keys a keyed set with a limit shows among its
+// details, those holding the most.
+const keyedShareRows = 10
 
 func (a keyedSource) Name() string                    { return a.s.Name() }
 func (a keyedSource) Kind() string                    { return "keyed set" }
@@ -106,11 +112,20 @@ func (a keyedSource) Snapshot() Snapshot {
 		Unknown:   QueuedField,
 		Details:   []Detail{{"active keys", strconv.Itoa(st.Keys)}},
 	}
-	if g := a.s.Global(); g != nil {
+	limit, limited := a.s.Limit()
+	switch g := a.s.Global(); {
+	case limited:
+		snap.Capacity, snap.Available = limit, max(limit-st.Held, 0)
+		for _, k := range a.s.ActiveKeys(keyedShareRows) {
+			snap.Details = append(snap.Details, Detail{"key " + strconv.Quote(k.Key), fmt.Sprintf(
+				"held %d, share %d, borrowed %d; weight %d, guarantee %d, capacity %d; %d waiting",
+				k.Held, k.Share, k.Borrowed, k.Weight, k.Guarantee, k.Capacity, k.Waiters)})
+		}
+	case g != nil:
 		snap.Capacity = g.Capacity()
 		snap.Available = g.Available()
 		snap.Details = append(snap.Details, Detail{"global semaphore", g.String()})
-	} else {
+	default:
 		snap.Unlimited = true
 	}
 	if err := a.s.Err(); err != nil {

@@ -88,6 +88,24 @@ func TestSourceOf_KeyedSetShowsHeldUnitsAndTheGlobalsCapacity(t *testing.T) {
 	assert.Contains(t, snap.Cause, "closing")
 }
 
+// A keyed set with a limit of its own is shown against it, with the shares of
+// the keys that hold the most.
+func TestSourceOf_KeyedSetWithALimitShowsItAndTheShares(t *testing.T) {
+	set := keyed.New(4, keyed.WithName("tenants"), keyed.WithLimit(6),
+		keyed.WithWeightFunc(func(k string) int64 { return int64(len(k)) }))
+	a, _ := set.TryAcquire("a", 4)  // weight 1 of 3: share 2, borrows 2
+	b, _ := set.TryAcquire("bb", 1) // weight 2 of 3: share 4
+	snap := sourceOf(set).Snapshot()
+	assert.Equal(t, int64(6), snap.Capacity)
+	assert.Equal(t, int64(5), snap.InUse)
+	assert.Equal(t, int64(1), snap.Available)
+	assert.False(t, snap.Unlimited)
+	assert.Equal(t, Detail{`key "a"`, "held 4, share 2, borrowed 2; weight 1, guarantee 0, capacity 4; 0 waiting"}, snap.Details[1])
+	assert.Equal(t, Detail{`key "bb"`, "held 1, share 4, borrowed 0; weight 2, guarantee 0, capacity 4; 0 waiting"}, snap.Details[2])
+	a.Release()
+	b.Release()
+}
+
 // An admission controller's break shows on the page, with its cause.
 func TestSourceOf_ControllerShowsItsBreak(t *testing.T) {
 	c := admission.New(admission.Resources{Count: 1}, admission.WithName("reads"))

@@ -38,9 +38,10 @@
 //     lower bound of the head's wait from successive readings of Waiters and
 //     Queued (if no waiter left between two readings, the head of the first is
 //     still the head), shown as ">=". Its holders and waiters are in its dump.
-//   - *keyed.Set: its units held over every key, against its global semaphore's
-//     capacity, or as having no limit when it has none; the global semaphore,
-//     shared, can be registered on its own.
+//   - *keyed.Set: its units held over every key, against its limit (WithLimit),
+//     with the shares of the keys holding the most among its details, or
+//     against its global semaphore's capacity, or as having no limit when it
+//     has neither; the global semaphore, shared, can be registered on its own.
 //   - *admission.Controller: its count resource as capacity and in use, memory
 //     among its details. Admission counts a full queue and a shed request in one
 //     counter, shown among the details; the page's rejected and shed are unknown.

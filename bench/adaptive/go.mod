@@ -4,7 +4,7 @@ go 1.25
 
 require (
 	github.com/failsafe-go/failsafe-go v0.9.8
-	github.com/fairsem/semaphore v0.0.0
+	github.com/fairsem/semaphore v0.1.0
 	github.com/stretchr/testify v1.12.1
 	go.uber.org/goleak v1.3.0
 	gonum.org/v1/plot v0.17.0

@@ -58,7 +58,9 @@ type file struct {
 }
 
 type tenantPlan struct {
-	uploads int64 // concurrent uploads allowed
+	uploads  int64 // concurrent uploads allowed
+	weight   int64 // the tenant's share of a total, relative to others'
+	reserved int64 // uploads the tenant is guaranteed while it asks
 }
 `,
 	"etcdsem": `import clientv3 "go.etcd.io/etcd/client/v3"

@@ -5,7 +5,7 @@ module github.com/fairsem/semaphore/metrics/otel
 go 1.26.0
 
 require (
-	github.com/fairsem/semaphore v0.0.0
+	github.com/fairsem/semaphore v0.1.0
 	github.com/stretchr/testify v1.12.1
 	go.opentelemetry.io/otel v1.47.0
 	go.opentelemetry.io/otel/metric v1.47.0

@@ -132,7 +132,9 @@ func (m *SemaphoreMetrics) Add(sem *semaphore.Semaphore) {
 	m.outcomes.Store(sem, &attrs)
 }
 
-const nOutcomes = int(semaphore.Shed) + 1
+// nOutcomes counts the outcomes a core semaphore ends calls in: all but Shed,
+// which only admission and adaptive decide.
+const nOutcomes = int(semaphore.QueueFull) + 1
 
 func outcomeAttrs(s *semaphore.Semaphore, o semaphore.Outcome) metric.MeasurementOption {
 	return metric.WithAttributeSet(attribute.NewSet(keySemaphore.String(s.Name()), keyOutcome.String(o.String())))

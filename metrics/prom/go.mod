@@ -5,7 +5,7 @@ module github.com/fairsem/semaphore/metrics/prom
 go 1.26.0
 
 require (
-	github.com/fairsem/semaphore v0.0.0
+	github.com/fairsem/semaphore v0.1.0
 	github.com/prometheus/client_golang v1.25.0 // newest release; testutil.GatherAndCompare, CollectAndLint
 	github.com/stretchr/testify v1.12.1
 	go.uber.org/goleak v1.3.0

@@ -26,7 +26,9 @@ type SemaphoreCollector struct {
 	refused *prometheus.CounterVec   // semaphore, outcome
 }
 
-const nOutcomes = int(semaphore.Shed) + 1
+// nOutcomes counts the outcomes a core semaphore ends calls in: all but Shed,
+// which only admission and adaptive decide.
+const nOutcomes = int(semaphore.QueueFull) + 1
 
 var (
 	semLabels = []string{"semaphore"}

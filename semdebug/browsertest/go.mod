@@ -5,7 +5,7 @@ go 1.25
 require (
 	github.com/chromedp/cdproto v0.159.0
 	github.com/chromedp/chromedp v0.23.0
-	github.com/fairsem/semaphore v0.0.0-00010101000000-000000000000
+	github.com/fairsem/semaphore v0.1.0
 	github.com/stretchr/testify v1.12.1
 	go.uber.org/goleak v1.3.0
 )
