@@ -39,7 +39,7 @@ func UnaryServerInterceptor(l Limiter, opts ...Option) grpc.UnaryServerIntercept
 		o := adaptive.Ignore // stays so if the handler panics
 		defer func() { tok.Done(o) }()
 		resp, err := handler(withToken(ctx, tok), req)
-		o = outcome(err)
+		o = verdict(err)
 		return resp, err
 	}
 }
@@ -72,7 +72,7 @@ func StreamServerInterceptor(l Limiter, opts ...Option) grpc.StreamServerInterce
 		o := adaptive.Ignore // stays so if the handler panics
 		defer func() { tok.Done(o) }()
 		err = handler(srv, admittedStream{ss, withToken(ctx, tok)})
-		o = outcome(err)
+		o = verdict(err)
 		return err
 	}
 }

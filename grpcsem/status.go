@@ -82,10 +82,10 @@ func (c *config) pushbackValue() string {
 // pushbackTrailer is the trailer carrying value.
 func pushbackTrailer(value string) metadata.MD { return metadata.Pairs(PushbackKey, value) }
 
-// outcome classifies how an admitted call ended, from its error; panicked
+// verdict judges how an admitted call ended, from its error; panicked
 // calls never get here (they are Ignore). A deadline is TimedOut, which the
 // adaptive limiter's Done judges as it judges every timeout.
-func outcome(err error) adaptive.Verdict {
+func verdict(err error) adaptive.Verdict {
 	if err == nil {
 		return adaptive.Success
 	}

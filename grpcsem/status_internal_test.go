@@ -109,7 +109,7 @@ func TestVerdict_FollowsTheCallsError(t *testing.T) {
 		{status.Error(codes.Unavailable, ""), adaptive.Dropped},
 	}
 	for _, r := range rows {
-		assert.Equal(t, r.want, outcome(r.err), "%v", r.err)
+		assert.Equal(t, r.want, verdict(r.err), "%v", r.err)
 	}
 }
 
