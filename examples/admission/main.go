@@ -8,15 +8,16 @@
 //   - an admission.Controller bounding count, memory and CPU, without shedding;
 //   - the same controller with a queue bound and preemptive shedding.
 //
-// Each request has a memory cost (most are small, some large, so memory binds as
-// well as count), needs the CPU briefly, waits on a backend call in between (under
-// Await, so it does not hold others back for CPU meanwhile), and has one deadline
-// for its whole life: queueing and running. It is counted once, as served in time,
-// refused (at once for a full queue, or shed at the head of the queue), timed out
-// waiting, or timed out running. For each server the command prints the offered load, the goodput
-// (requests served within their deadline, per second), those counts, the latency
-// percentiles of the served requests, the peak memory held by running requests,
-// and the server's state when its queue was longest.
+// Each request has a memory cost (most are small, some large, so memory binds
+// as well as count), needs the CPU briefly, waits on a backend call in between
+// (under Await, so it does not hold others back for CPU meanwhile), and has one
+// deadline for its whole life: queueing and running. It is counted once, as
+// served in time, refused (at once for a full queue, or shed at the head of the
+// queue), timed out waiting, or timed out running. For each server the command
+// prints the offered load, the goodput (requests served within their deadline,
+// per second), those counts, the latency percentiles of the served requests,
+// the peak memory held by running requests, and the server's state when its
+// queue was longest.
 package main
 
 import (
