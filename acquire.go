@@ -86,8 +86,17 @@ func unitsOf(st int64) int64 { return st >> unitShift }
 
 // Acquire takes n units, blocking until they are granted, ctx is done, or the
 // semaphore is broken. It returns nil once the units are held; the caller gives
-// them back with Release(n). It fails, without queuing and holding no units, in the
-// order given in the package documentation. Acquire panics if n is negative.
+// them back with Release(n). It fails holding no units, checking in this order:
+//   - ctx is already done: an error matching ctx.Err() and context.Cause(ctx),
+//     and ErrTimedOut when its deadline passed, even when n units are free;
+//   - the semaphore is broken: ErrBroken and the error given to Break;
+//   - n is larger than the capacity: ErrTooLarge, at once;
+//   - the wait list holds WithMaxWaiters callers: ErrQueueFull, at once;
+//
+// and, once queued, with ctx's error when ctx ends first (also when it ends just
+// before the units are granted: they go on to the waiters behind), ErrBroken when
+// Break is called, and ErrTooLarge when a Resize leaves n above the capacity.
+// Acquire panics if n is negative.
 func (s *Semaphore) Acquire(ctx context.Context, n int64) error {
 	if ctx.Done() == nil && s.tryAcquire(n) {
 		return nil
@@ -95,10 +104,11 @@ func (s *Semaphore) Acquire(ctx context.Context, n int64) error {
 	return s.acquireSlow(ctx, n)
 }
 
-// AcquireTimeout is Acquire with a deadline d from now instead of a context. On
-// expiry it returns an error matching ErrTimedOut and context.DeadlineExceeded. If
-// d <= 0 it never waits: it fails with that error when it would have to.
-// AcquireTimeout panics if n is negative.
+// AcquireTimeout is Acquire with a deadline d from now instead of a context. It
+// fails as Acquire does (ErrBroken, ErrTooLarge, ErrQueueFull, in that order, at
+// once), and on expiry with an error matching ErrTimedOut and
+// context.DeadlineExceeded. If d <= 0 it never waits: it fails with that error
+// when it would have to. AcquireTimeout panics if n is negative.
 func (s *Semaphore) AcquireTimeout(d time.Duration, n int64) error {
 	if s.tryAcquire(n) {
 		return nil
@@ -197,7 +207,7 @@ func (s *Semaphore) foldLocked() {
 // acquireSlow is Acquire after its lock-free attempt: it checks n and the context,
 // retries without the lock (once more after a yield), joins the wait list, and
 // parks until the waiter is settled, unless the context can end, in which case
-// waitContext selects on both.
+// waitContext selects on both. Every grant it obtains passes through kept.
 func (s *Semaphore) acquireSlow(ctx context.Context, n int64) error {
 	s.checkUse("Acquire", n)
 	done := ctx.Done()
@@ -208,30 +218,65 @@ func (s *Semaphore) acquireSlow(ctx context.Context, n int64) error {
 		default:
 		}
 	}
-	if s.acquireLockFree(n) || s.yieldThenAcquire(n) {
-		return nil
+	e := ending{outcome: Granted, n: n}
+	if !s.acquireLockFree(n) && !s.yieldThenAcquire(n) {
+		var w *waiter
+		if w, e = s.join(n, true); w != nil {
+			if done != nil {
+				return s.waitContext(ctx, w, e)
+			}
+			// The plain wait, here rather than in a function of its own so that
+			// nothing stands between the park and the caller. Its context cannot
+			// end, so its grant is always kept.
+			w.ch = onCond
+			start := now()
+			s.x.Load().cond.Wait() // takes a ticket in list order, unlocks mu, parks
+			code := w.n.Load()
+			if code >= 0 {
+				code = s.wokenOutOfTurn(w)
+			}
+			w.ch = nil
+			waiterPool.Put(w)
+			e.outcome, e.waited = outcomeOf(code), now()-start
+			return s.end(e)
+		}
 	}
-	w, e := s.join(n, true)
-	if w == nil {
-		e.ctx = ctx
-		return s.end(e)
+	e.ctx = ctx
+	if e.outcome == Granted && done != nil && !s.kept(done, n, false) {
+		e.outcome = contextOutcome(ctx)
 	}
-	if done != nil {
-		return s.waitContext(ctx, w, e)
-	}
-	// The plain wait, here rather than in a function of its own so that nothing
-	// stands between the park and the caller.
-	w.ch = onCond
-	start := now()
-	s.x.Load().cond.Wait() // takes a ticket in list order, unlocks mu, parks
-	code := w.n.Load()
-	if code >= 0 {
-		code = s.wokenOutOfTurn(w)
-	}
-	w.ch = nil
-	waiterPool.Put(w)
-	e.outcome, e.waited = outcomeOf(code), now()-start
 	return s.end(e)
+}
+
+// kept decides whether an Acquire granted its units keeps them, and is the one
+// place that decides it for every grant an Acquire obtains: on the lock-free path,
+// after the yield, at once in join, or after waiting (queued); a plain wait's
+// context cannot end. A call whose context is done once it holds the units gives
+// them back, as x/sync's Acquire does, and fails with its context's error: a
+// cancellation that happened before the grant (a cancel, then the Release that
+// granted the units) always wins, and one concurrent with the grant may. The
+// units go back as by Release, so the waiters that now fit are granted in FIFO
+// order and nothing is lost; the grant is taken out of Stats.Acquired, which
+// counts the calls that returned nil. done is the context's Done channel; a call
+// whose context cannot end (nil) never asks.
+func (s *Semaphore) kept(done <-chan struct{}, n int64, queued bool) bool {
+	select {
+	case <-done:
+	default:
+		return true
+	}
+	s.mu.Lock()
+	if queued {
+		s.x.Load().granted--
+	} else {
+		// The grant may still be in the state word's counter, not yet folded:
+		// the sum of the two, which Stats reads under mu, is what must drop,
+		// and it does, modulo 2^64, whichever of the two holds it.
+		s.immediate--
+	}
+	s.mu.Unlock()
+	s.Release(n)
+	return false
 }
 
 // acquireTimeoutSlow is AcquireTimeout after its lock-free attempt.
@@ -339,7 +384,8 @@ func (s *Semaphore) waitTimer(w *waiter, e ending) error {
 }
 
 // waitContext waits for w to be settled or for the context to end. It is called
-// with mu held.
+// with mu held. When both happened, select picks either case; each ends in kept's
+// answer (abandon finds w granted, or the grant is checked against the context).
 func (s *Semaphore) waitContext(ctx context.Context, w *waiter, e ending) error {
 	ch := make(chan struct{})
 	w.ch = ch
@@ -349,7 +395,10 @@ func (s *Semaphore) waitContext(ctx context.Context, w *waiter, e ending) error 
 	case <-ch:
 		e.outcome = outcomeOf(w.n.Load())
 	case <-ctx.Done():
-		e.outcome = s.abandon(ctx, w, e.n)
+		e.outcome = s.abandon(ctx, w)
+	}
+	if e.outcome == Granted && !s.kept(ctx.Done(), e.n, true) {
+		e.outcome = contextOutcome(ctx)
 	}
 	e.waited, e.ctx = now()-start, ctx
 	w.ch = nil
@@ -357,9 +406,11 @@ func (s *Semaphore) waitContext(ctx context.Context, w *waiter, e ending) error 
 	return s.end(e)
 }
 
-// abandon takes w out of the list after its context ended and returns the outcome
-// the caller sees: Cancelled, or TimedOut when the context's deadline passed.
-func (s *Semaphore) abandon(ctx context.Context, w *waiter, n int64) Outcome {
+// abandon takes w out of the list after its context ended and returns how the
+// call ended: Cancelled, or TimedOut when the context's deadline passed, if w was
+// still queued; otherwise the outcome it was settled with, which the caller
+// checks like any other grant (kept).
+func (s *Semaphore) abandon(ctx context.Context, w *waiter) Outcome {
 	gaveUp := contextOutcome(ctx)
 	s.mu.Lock()
 	if w.queued() {
@@ -373,18 +424,7 @@ func (s *Semaphore) abandon(ctx context.Context, w *waiter, n int64) Outcome {
 	// Settled concurrently with the cancellation; the settler closes ch right
 	// after releasing mu, and w must not be reused before it has.
 	<-w.ch
-	if o := outcomeOf(w.n.Load()); o != Granted {
-		return o
-	}
-	// Granted in a race with the cancellation. The caller sees its context
-	// error, so the call must not keep the units: take the grant out of the
-	// count and hand the units on as a Release would, which grants the waiters
-	// behind if they now fit.
-	s.mu.Lock()
-	s.x.Load().granted--
-	s.mu.Unlock()
-	s.Release(n)
-	return gaveUp
+	return outcomeOf(w.n.Load())
 }
 
 // contextOutcome is how a call ends when its context ended first.

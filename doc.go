@@ -26,9 +26,16 @@
 // A waiter leaves the list the moment it gives up (its context ends or its
 // AcquireTimeout deadline passes), from wherever it stands, and if its leaving lets
 // the waiters behind it fit they are granted at once. A failed call leaves no trace:
-// it holds no units and it counts in Waiters no longer. When a grant and a
-// cancellation race, the caller sees its context error and the granted units are
-// handed on as by Release, never lost.
+// it holds no units and it counts in Waiters no longer.
+//
+// A call granted while its context is already done fails with the context's
+// error and gives the units back as Release does, so that the waiters that now
+// fit are granted in FIFO order and nothing is lost. So a cancellation that
+// happened before the grant (cancel, then the Release that would have granted
+// the call) always wins, wherever the call was: checking its context, yielding,
+// joining the list or waking; one concurrent with the grant may win too. This is
+// golang.org/x/sync/semaphore's rule, and a grant given back is not counted in
+// Stats.Acquired.
 //
 // Break fails every waiter and every later Acquire with an error that matches
 // ErrBroken and the cause given. After Break, TryAcquire returns false, Available
@@ -54,15 +61,17 @@
 //
 // Each call not granted at once ends in exactly one Outcome, decided where it
 // ends; Stats, the Observer and the error the caller sees are all derived from
-// that one decision, so they cannot disagree. A context that ended by its deadline
-// is TimedOut (its error matches ErrTimedOut and context.DeadlineExceeded); one
-// cancelled otherwise is Cancelled, whatever cause it carries.
+// that one decision, so they cannot disagree, and OutcomeOf reads it back from
+// the error, through any wrapping. A context that ended by its deadline is
+// TimedOut (its error matches ErrTimedOut and context.DeadlineExceeded); one
+// cancelled otherwise is Cancelled, whatever cause it carries: the cause may
+// match any sentinel, so count and label calls with OutcomeOf, not errors.Is.
 //
 // The sentinels ErrBroken, ErrTimedOut, ErrQueueFull and ErrTooLarge are the
 // module's: the admission, keyed and etcdsem packages return errors that match
 // them for the same meanings, so one errors.Is check covers every package.
 //
-// # Decisions where the contract leaves room
+// # Edge cases
 //
 //   - The zero Semaphore is not usable, as in Seastar, where a semaphore has no
 //     default constructor: every method that takes, returns or waits for units
@@ -79,8 +88,8 @@
 //     semaphore 0x…" (its address) so that log lines about one semaphore can be told
 //     apart. "queued behind N waiters" counts the waiters ahead when the call joined
 //     the list (counting them again on failure would cost O(N)).
-//   - Stats counts every failed call once, under the error it returned, when the
-//     call returns: a wait that ends at its context's deadline is TimedOut, like
+//   - Stats counts every failed call once, by its Outcome, when the call
+//     returns: a wait that ends at its context's deadline is TimedOut, like
 //     AcquireTimeout's; a cancelled call that was granted in the race is
 //     Cancelled (or TimedOut), not Acquired: the counters describe what callers
 //     saw. AcquireTimeout(0) that cannot be granted is TimedOut and never queues.
@@ -118,7 +127,7 @@
 // WithWatchdog logs that dump when the head waiter waits too long;
 // WithLeakDetection reports Units dropped without Release.
 //
-// Decisions where the issue left room:
+// In detail:
 //
 //   - The observer hears about every call not granted at once, refusals included
 //     (Queued false), and never about calls granted at once, so that the lock-free

@@ -133,7 +133,7 @@ func (s *Semaphore) Resize(capacity int64) {
 			s.capacity.Store(capacity)
 		}
 		// The counter bump makes the word differ from every value loaded before
-		// this Resize (see "Over-release" in state.go); immediate is lowered to
+		// this Resize (see "Over-release" in acquire.go); immediate is lowered to
 		// keep their sum, the grant count, unchanged. A swap of the value checked,
 		// not an Add: a lock-free grant may fill the counter after the check, and
 		// the bump would then carry into the units.

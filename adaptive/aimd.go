@@ -24,6 +24,12 @@ type AIMDConfig struct {
 // drop. The additive step, one per window, is its smoothing. It suits
 // backends whose latency says little but which fail or time out when
 // overloaded.
+//
+// On the module's benchmark (the README's table: a backend that thrashes past
+// its capacity, which falls to a quarter and comes back), AIMD serves 0.65 of
+// the best static limit per phase, in real time and simulated: it sees no
+// drop while the backend still answers within the deadline, so its limit
+// climbs to 8–9 times a capacity of 10.
 type AIMD struct {
 	cfg   AIMDConfig
 	limit int

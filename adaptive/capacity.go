@@ -28,7 +28,8 @@ type CapacityConfig struct {
 	// ProbeInterval: when no window found the round trip within Headroom/4
 	// of its no-load value for this long, the limit goes to three quarters
 	// for one round trip, below the capacity, and the round trip measured
-	// there becomes the no-load one; then the limit goes back. It re-measures
+	// there becomes the no-load one if it is more than 1+Headroom times it;
+	// then the limit goes back. It re-measures
 	// a no-load round trip that is out of date, at the cost of a quarter of
 	// the limit for one round trip per interval under sustained overload.
 	// Default 2s; negative disables it.
@@ -74,10 +75,17 @@ type CapacityConfig struct {
 //   - The no-load round trip is raised when a window with clearly fewer units
 //     in flight than the one before does not answer faster: the round trip
 //     then does not depend on the load, so the backend got slower, not busier
-//     (a base latency that doubled). And it is re-measured below the capacity
+//     (a base latency that doubled), and the limit goes back to where it was
+//     before the round trip rose. And it is re-measured below the capacity
 //     after ProbeInterval without a window at it. So it follows a slower
 //     backend, and does not drift up under sustained overload, as a baseline
 //     that forgets its minimum over time does.
+//
+// On the module's benchmark (the README's table), its median limit is within
+// 10% of the capacity in every phase, it serves 0.87 of the best static limit
+// per phase in real time on a shared machine (0.95 simulated), 0.99 of it
+// after the capacity fell to a quarter, with the lowest p99 of the adaptive
+// algorithms.
 //
 // Capacity needs the Sample's Load and Waited, which a Limiter fills.
 type Capacity struct {
@@ -90,6 +98,7 @@ type Capacity struct {
 	changed time.Time     // when the limit last changed
 	room    int           // windows in a row that grew the limit
 	over    int           // windows in a row that found the backend overloaded
+	calm    float64       // the limit before the last such streak began
 	clean   time.Time     // when a window last found the round trip at its no-load value
 	drained float64       // the limit to go back to after draining; 0 when not draining
 }
@@ -156,8 +165,12 @@ func (c *Capacity) Update(s Sample) int {
 	}
 	if c.drained > 0 {
 		// The first window granted under the drained limit, below the
-		// capacity: its round trip is the no-load one, whatever it was.
-		c.noLoad, c.clean = rtt, s.Time
+		// capacity: its round trip is the no-load one, if it differs by
+		// more than a busy machine's noise.
+		if rtt > c.noLoad+time.Duration(float64(c.noLoad)*h) {
+			c.noLoad = rtt
+		}
+		c.clean = s.Time
 		c.set(s.Time, c.drained)
 		c.drained = 0
 		return c.Limit()
@@ -175,8 +188,15 @@ func (c *Capacity) Update(s Sample) int {
 		c.set(s.Time, c.limit*3/4)
 		return c.Limit()
 	}
-	c.learnNoLoad(s, rtt)
+	raised := c.learnNoLoad(s, rtt)
 	c.prev, c.prevRTT = s, rtt
+	if raised {
+		// The cuts since the round trip rose were for a queue that was not
+		// there: go back to the limit from before them.
+		c.over, c.clean = 0, s.Time
+		c.set(s.Time, math.Max(c.limit, c.calm))
+		return c.Limit()
+	}
 	q := float64(rtt) / float64(c.noLoad) // 1: no queue at the backend
 	c.est = meanInFlight(s) / q
 	// The factor over the estimate: 1+h/2 without a queue, falling to 1 as
@@ -191,6 +211,9 @@ func (c *Capacity) Update(s Sample) int {
 	over := c.over
 	if c.over = 0; q >= 1+h {
 		c.over = over + 1
+		if over == 0 {
+			c.calm = c.limit
+		}
 	}
 	if q < 1+h/4 {
 		c.clean = s.Time
@@ -237,16 +260,16 @@ func (c *Capacity) Update(s Sample) int {
 	return c.Limit()
 }
 
-// learnNoLoad raises the no-load round trip when a window with clearly fewer
-// units in flight than the last one, both slow, is
+// learnNoLoad raises the no-load round trip, and reports whether it did, when
+// a window with clearly fewer units in flight than the last one, both slow, is
 // not much faster: a queue at the backend shrinks with the load; a slower
 // backend does not. A window clearly slower than the last one says nothing:
 // the backend may have lost capacity meanwhile.
-func (c *Capacity) learnNoLoad(s Sample, rtt time.Duration) {
+func (c *Capacity) learnNoLoad(s Sample, rtt time.Duration) bool {
 	p, prtt := c.prev, c.prevRTT
 	load, prevLoad := meanInFlight(s), meanInFlight(p)
 	if load <= 0 || prevLoad <= 0 {
-		return
+		return false
 	}
 	ratio := load / prevLoad
 	// A queue's round trip falls in proportion to the load; ask for a clear
@@ -256,7 +279,9 @@ func (c *Capacity) learnNoLoad(s Sample, rtt time.Duration) {
 	if ratio <= 0.7 && float64(prtt) > slow && float64(rtt) > slow &&
 		float64(rtt) >= float64(prtt)*(1+ratio)/2 && float64(rtt) <= float64(prtt)*1.1 {
 		c.noLoad = rtt
+		return true
 	}
+	return false
 }
 
 // meanInFlight is a window's mean units in flight at the grants, or its most

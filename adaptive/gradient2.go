@@ -43,6 +43,11 @@ type Gradient2Config struct {
 // Netflix's Gradient2 ignores drops; here a window with a drop takes the
 // smallest gradient, 0.5, as overload, so that timeouts are not mistaken for
 // health when the round trips of dropped calls are left out.
+//
+// On the module's benchmark (the README's table), Gradient2 serves 0.84 of
+// the best static limit per phase, in real time and simulated: its limit
+// settles at 2.5 times a capacity of 10 and twice a capacity of 40, where the
+// round trip is within Tolerance of its long-term average.
 type Gradient2 struct {
 	cfg     Gradient2Config
 	limit   float64

@@ -139,8 +139,8 @@ func (l *Limiter) Acquire(ctx context.Context) (c *Call, err error) {
 // a count of calls does. It fails as the semaphore's Acquire does, with
 // errors that wrap the core's sentinels: the context's end (ErrTimedOut for a
 // deadline), ErrBroken, ErrTooLarge (n above the limit, which may shrink
-// below it), ErrQueueFull; with WithStandingQueue, also ErrShed. It panics if
-// n < 1.
+// below it: give the algorithm a MinLimit of at least the largest weight),
+// ErrQueueFull; with WithStandingQueue, also ErrShed. It panics if n < 1.
 func (l *Limiter) AcquireN(ctx context.Context, n int64) (c *Call, err error) {
 	c = new(Call) // as in Acquire
 	if err = l.acquire(ctx, c, n); err != nil {

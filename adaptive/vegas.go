@@ -38,6 +38,12 @@ type VegasConfig struct {
 // limit x (1 - noLoadRTT/RTT), growing the limit while that queue is small
 // and shrinking it when the queue grows; a drop shrinks it too. It keeps a
 // small standing queue at the backend and reacts within a few windows.
+//
+// On the module's benchmark (the README's table), Vegas serves 0.91 of the
+// best static limit per phase in real time (0.94 simulated), but it does not
+// find a capacity that fell to a quarter: its limit comes down by 1 per
+// window and stays at 7 times it, and its p99 is about 4 times the best
+// static's.
 type Vegas struct {
 	cfg        VegasConfig
 	limit      float64

@@ -2,6 +2,7 @@ package admission
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"time"
 
@@ -82,10 +83,10 @@ func (p *Permit) Readmit(ctx context.Context, opts ...PermitOption) error {
 		return c.enter(ctx, p, readmitting, opts)
 	case Released:
 		defer c.unlock()
-		return c.errorf(released, what("readmit", p, p.base.Memory), "%w", ErrReleased)
+		return c.fail(nil, what("readmit", p, p.base.Memory), ErrReleased.Error(), ErrReleased)
 	case WaitingForAdmission:
 		defer c.unlock()
-		return c.errorf(evicted, what("readmit", p, p.base.Memory), "%w: already being readmitted by another call", ErrEvicted)
+		return c.fail(nil, what("readmit", p, p.base.Memory), ErrEvicted.Error()+": already being readmitted by another call", ErrEvicted)
 	}
 	c.unlock()
 	return nil
@@ -117,7 +118,7 @@ func (c *Controller) enter(ctx context.Context, p *Permit, kind waitKind, opts [
 		b := c.admissionLocked(p.base, newcomer)
 		if b == admissible {
 			c.admitLocked(p)
-			c.stats.AdmittedImmediately++
+			c.stats.AcquiredImmediately++
 			c.unlock()
 			return nil
 		}
@@ -130,8 +131,9 @@ func (c *Controller) enter(ctx context.Context, p *Permit, kind waitKind, opts [
 		}
 	}
 	if c.maxQueue > 0 && c.queue.Len() >= c.maxQueue {
-		c.stats.Shed++
-		err := c.errorf(queueFull, w.what(), "%w (%d queued; %s)", semaphore.ErrQueueFull, c.queue.Len(), c.usageLocked())
+		c.stats.Rejected++
+		err := c.fail(semaphore.QueueFull, w.what(), fmt.Sprintf("%v (%d queued; %s)", semaphore.ErrQueueFull, c.queue.Len(), c.usageLocked()),
+			semaphore.ErrQueueFull)
 		c.dumpLocked("wait queue overload", p)
 		if kind == admitting {
 			p.setPhaseLocked(Aborted)
@@ -242,7 +244,7 @@ func (c *Controller) admitLocked(p *Permit) {
 	c.avail = c.avail.Sub(p.base)
 	p.hasBase = true
 	p.setPhaseLocked(Active)
-	c.stats.Admitted++
+	c.stats.Acquired++
 }
 
 // maybeAdmitLocked admits queued requests from the head while the rules allow,
@@ -267,8 +269,9 @@ func (c *Controller) admitQueueLocked() (settled bool) {
 		switch {
 		case b == admissible && c.shouldShedLocked(w):
 			c.stats.Shed++
-			c.settleLocked(w, c.errorf(shed, w.what(), "%w at the head of the queue: %v of its %v left",
-				semaphore.ErrShed, time.Until(w.deadline).Round(time.Millisecond), w.deadline.Sub(w.arrived).Round(time.Millisecond)))
+			c.settleLocked(w, c.fail(semaphore.Shed, w.what(), fmt.Sprintf("%v at the head of the queue: %v of its %v left",
+				semaphore.ErrShed, time.Until(w.deadline).Round(time.Millisecond), w.deadline.Sub(w.arrived).Round(time.Millisecond)),
+				semaphore.ErrShed))
 			settled = true
 		case b == admissible:
 			c.admitLocked(w.p)

@@ -3,14 +3,13 @@ package admission
 import (
 	"container/list"
 	"context"
-	"errors"
-	"fmt"
 	"log/slog"
 	"math"
 	"sync"
 	"time"
 
 	"github.com/fairsem/semaphore"
+	"github.com/fairsem/semaphore/internal/errs"
 )
 
 // A Controller admits requests under several limits at once: a number of
@@ -52,7 +51,7 @@ type Controller struct {
 	needCPU  int                  // active permits holding NeedCPU (see Permit.cpuShareLocked)
 	awaiting int                  // of those, permits holding Await too
 
-	broken  error         // non-nil after Break: what every refused call wraps
+	broken  *brokenState  // non-nil after Break
 	drained chan struct{} // non-nil while a Drain waits; closed once no permit is left
 
 	stats Stats // counters; the gauges are filled in by Stats()
@@ -139,13 +138,24 @@ func (l *lock) unlock() {
 	}
 }
 
+// brokenState is what Break leaves behind, shared by every call it fails.
+type brokenState struct {
+	why     string  // "broken" or "broken: " + the cause's text
+	matches []error // semaphore.ErrBroken and the cause
+}
+
 // refusalLocked is the error for any new request after Break. It builds a
 // message only when it refuses.
 func (c *Controller) refusalLocked(w *waiter) error {
 	if c.broken != nil {
-		return c.errorf(broken, w.what(), "%w", c.broken)
+		return c.errBrokenLocked(w)
 	}
 	return nil
+}
+
+// errBrokenLocked is the failure of w's request on a broken controller.
+func (c *Controller) errBrokenLocked(w *waiter) error {
+	return c.fail(semaphore.Broken, w.what(), c.broken.why, c.broken.matches...)
 }
 
 // forgetLocked drops a permit from the controller's books.
@@ -191,21 +201,22 @@ func (c *Controller) Err() error {
 	if c.broken == nil {
 		return nil
 	}
-	return fmt.Errorf("%s: %w", c.label(), c.broken)
+	return &errs.Error{Subject: (*subject)(c), Why: c.broken.why, Matches: c.broken.matches}
 }
 
 func (c *Controller) breakLocked(err error) {
 	if c.broken != nil {
 		return
 	}
-	c.broken = semaphore.ErrBroken
+	c.broken = &brokenState{why: semaphore.ErrBroken.Error(), matches: []error{semaphore.ErrBroken}}
 	if err != nil {
-		c.broken = fmt.Errorf("%w: %w", semaphore.ErrBroken, err)
+		c.broken.why += ": " + err.Error()
+		c.broken.matches = append(c.broken.matches, err)
 	}
 	for _, q := range []*list.List{c.queue, c.memQueue} {
 		for q.Len() > 0 {
 			w := q.Front().Value.(*waiter)
-			c.settleLocked(w, c.errorf(broken, w.what(), "%w", c.broken))
+			c.settleLocked(w, c.errBrokenLocked(w))
 		}
 	}
 	for c.inactive.Len() > 0 {
@@ -250,14 +261,9 @@ func (c *Controller) Drain(ctx context.Context) error {
 		return nil // drained meanwhile
 	default:
 	}
-	err, cause := ctx.Err(), context.Cause(ctx)
-	outcome, format, args := cancelled, "canceled with %d permits still held: %w", []any{len(c.permits), err}
-	if errors.Is(err, context.DeadlineExceeded) {
-		outcome, format = timedOut, "%w with %d permits still held: %w"
-		args = []any{semaphore.ErrTimedOut, len(c.permits), err}
+	deadline, why, matches := errs.Context(ctx)
+	if deadline {
+		matches = append(matches, semaphore.ErrTimedOut)
 	}
-	if cause != nil && cause != err {
-		format, args = format+": %w", append(args, cause)
-	}
-	return c.errorf(outcome, "drain", format, args...)
+	return c.fail(nil, "drain", errs.Count(int64(len(c.permits)), "permit")+" still held: "+why, matches...)
 }

@@ -1,7 +1,7 @@
 // Package admission bounds several resources at once for a server's requests: how
 // many run concurrently (count), the memory they use, and how many may be using the
-// CPU, with a strict FIFO queue for the requests that cannot start, load shedding
-// when that queue is too long or a request would likely time out anyway, eviction of
+// CPU, with a strict FIFO queue for the requests that cannot start, refusals when
+// that queue is full or a request would likely time out anyway, eviction of
 // idle requests' resources, and diagnostics that name the bottleneck. It follows the
 // design of ScyllaDB's reader concurrency semaphore, with Go contexts for deadlines
 // and cancellation.
@@ -36,7 +36,8 @@
 // parked permits that hold borrowed memory. A full queue (WithMaxWaiters) refuses
 // a request at once with an error matching semaphore.ErrQueueFull; with
 // WithShedFactor, a queued request that would be admitted with too little of its
-// time budget left fails with semaphore.ErrShed instead. Both count as shed. A request whose
+// time budget left fails with semaphore.ErrShed instead. The first counts in
+// Stats.Rejected, the second in Stats.Shed. A request whose
 // context ends leaves the queue at once, and the requests behind it are admitted if
 // they now fit.
 //
@@ -47,7 +48,8 @@
 // passed while waiting semaphore.ErrTimedOut, and every refusal after Break
 // semaphore.ErrBroken and Break's cause, and a request shed at the head
 // semaphore.ErrShed. ErrMemoryLimit, ErrEvicted and ErrReleased are admission's
-// own. OutcomeOf names how a call ended, for metrics.
+// own. Every error that ends a request carries its semaphore.Outcome, read with
+// semaphore.OutcomeOf; ResultLabel names any result as a metric label.
 //
 // # Shutdown
 //
@@ -166,7 +168,7 @@
 // it reads, and with a single lock there is no lock order to invert. The cost is
 // that members of one group do not run their critical sections in parallel.
 //
-// # Decisions where the design leaves room
+// # Edge cases
 //
 //   - Preemptive shedding is checked at the moment a queued request would be
 //     admitted, and only for requests with a context deadline; NotShed exempts one.
@@ -177,8 +179,8 @@
 //     released, so that nothing is held once Drain has returned.
 //   - A shed request's error matches semaphore.ErrShed, which also matches
 //     semaphore.ErrQueueFull: a full queue and preemptive shedding are both
-//     load-shedding refusals, so one check catches every shed request, and
-//     errors.Is(err, semaphore.ErrShed) tells the shed-factor kind apart.
+//     refusals for load, so one check catches both, and
+//     errors.Is(err, semaphore.ErrShed) tells a shed request apart.
 //     ErrMemoryLimit, ErrEvicted and ErrReleased match no shared sentinel: the
 //     kill limit is not a capacity the request exceeds, and the other two are
 //     about the permit, not the controller's load.
@@ -194,9 +196,10 @@
 //     math.MaxInt64, WithMaxWaiters and WithCPUConcurrency of math.MaxInt, the
 //     largest finite multipliers and durations. Amounts are int64 and exact as
 //     long as what the permits hold in total fits in an int64.
-//   - OutcomeOf reads the outcome recorded when the error was made, not the
-//     sentinels the error matches: a context cancelled with a broken
-//     controller's error as its cause is "cancelled", not "broken".
+//   - How a request ended is the Outcome recorded when its error was made, not
+//     the sentinels the error matches: a request whose context was cancelled
+//     with a broken controller's error as its cause is Cancelled, in its error,
+//     in Stats and in ResultLabel, not Broken.
 //   - A permit may have several RequestMemory calls waiting at once (several
 //     goroutines may serve one request); they are granted in FIFO order with
 //     everyone else's, the permit is WaitingForMemory while any is pending, and
@@ -206,23 +209,25 @@
 //     on an evicted permit exactly one takes the base: the other fails with
 //     ErrEvicted ("already being readmitted") while the first waits, or returns nil
 //     once it has succeeded. Readmit on an active or parked permit returns nil.
-//   - When a grant races a cancellation, Acquire and RequestMemory return the
-//     context error and give the grant back, as in the core semaphore; Readmit
-//     keeps a grant that raced its context and returns nil, because the permit is
-//     shared and other goroutines may already be using it once it is active.
+//   - A request granted while its context is already done (a cancellation
+//     before the grant, or one racing it) fails with the context's error and
+//     gives the grant back, so that the requests behind are admitted as if it had
+//     never queued, as in the core semaphore; Readmit is the exception: it keeps
+//     such a grant and returns nil, because the permit is shared and other
+//     goroutines may already be using it once it is active.
 //   - A readmitted or resumed permit's marks count again even if that puts the
 //     count of CPU-bound permits past the CPU concurrency: admission stops until
 //     it falls back, as for marks taken by admitted permits.
 //   - Park on a permit that is not active returns an error (ErrEvicted, or
 //     ErrReleased) rather than panicking: with permits shared between goroutines it
 //     is a runtime condition. Park on another controller's permit panics.
-//   - Errors are built with fmt.Errorf and %w: they match their sentinels (and the
+//   - Errors have the module's one shape: they match their sentinels (and the
 //     context's errors) with errors.Is, and read
 //     `admission "<name>": <op> "<request>" (memory <n>): <reason>`, e.g.
 //     `admission "reads": admit "scan" (memory 128K): wait queue full (...)`.
 //     An unnamed controller is named by its address ("unnamed admission
-//     controller 0x…"), as the core names an unnamed semaphore, so that
-//     messages about two of them can be told apart.
+//     0x…"), as the core names an unnamed semaphore, so that messages about
+//     two of them can be told apart.
 //   - The dump names CPU as a bottleneck only while some permit needs CPU without
 //     awaiting: permits that await I/O do not hold admission back.
 //   - A Controller uses one mutex, and every decision and the action it guards

@@ -3,7 +3,8 @@ package admission
 import (
 	"errors"
 	"fmt"
-	"strconv"
+
+	"github.com/fairsem/semaphore/internal/errs"
 )
 
 // The sentinel errors. The meanings admission shares with the rest of the module
@@ -13,12 +14,12 @@ import (
 // semaphore.ErrBroken (and Break's cause) after Break, and semaphore.ErrShed
 // (which also matches ErrQueueFull) when a queued request reached the head with
 // too little of its time budget left (WithShedFactor). The sentinels below are
-// admission's own. Every error the package returns wraps, with fmt.Errorf's %w,
-// the sentinels that describe it (and the context's errors, when a context
+// admission's own. Every error the package returns matches the sentinels that
+// describe it (and the context's errors, when a context
 // ended), so callers test it with errors.Is; its text names the controller, the
 // operation and the reason, so that it stands alone in a log line:
 //
-//	admission "reads": admit "scan" (memory 128K): timed out after 1.5s, queued behind 3 (count 8/8, memory 6M/64M in use; bottleneck: concurrency): context deadline exceeded
+//	admission "reads": admit "scan" (memory 128K): timed out after 1.5s, queued behind 3 requests (count 8/8, memory 6M/64M in use; bottleneck: concurrency): context deadline exceeded
 //
 // The sentinels' own texts are the reasons, without a prefix: the wrapping message
 // supplies the controller.
@@ -35,32 +36,28 @@ var (
 	ErrReleased = errors.New("permit released")
 )
 
-// opError is the one error type of the package: a message built by fmt.Errorf,
-// which wraps the sentinels, and the outcome of the call that failed, decided
-// where it failed, for OutcomeOf.
-type opError struct {
-	outcome outcome
-	err     error
+// Errors are errs.Error, the module's one error type: the message reads
+// `admission "NAME": WHAT: WHY`, and the error matches the sentinels given and
+// carries the semaphore.Outcome of the call it ends (nil for the failures of
+// this package's own sentinels, which no Outcome names), for
+// semaphore.OutcomeOf.
+
+// fail builds an error about request what (see what) of this controller, ended in
+// o, matching matches. The controller's name is fixed after New, so this reads no
+// guarded state; why must have been made under c.mu.
+func (c *Controller) fail(o any, what, why string, matches ...error) error {
+	return &errs.Error{Subject: (*subject)(c), Why: what + ": " + why, Outcome: o, Matches: matches}
 }
 
-func (e *opError) Error() string { return e.err.Error() }
-func (e *opError) Unwrap() error { return e.err }
+// subject names a controller in its errors' messages.
+type subject Controller
 
-// errorf builds an error about operation op (see what) of this controller, which
-// ended with outcome. format should wrap the sentinels with %w. The controller's
-// name is fixed after New, so this reads no guarded state; the arguments must have
-// been read under c.mu.
-func (c *Controller) errorf(o outcome, op, format string, args ...any) error {
-	return &opError{outcome: o, err: fmt.Errorf("%s: %s: "+format, append([]any{c.label(), op}, args...)...)}
-}
+func (c *subject) Label() string { return (*Controller)(c).label() }
 
 // label names the controller in messages: `admission "reads"`, or by its address
 // when unnamed, so that messages about two unnamed controllers can be told apart.
 func (c *Controller) label() string {
-	if c.name != "" {
-		return "admission " + strconv.Quote(c.name)
-	}
-	return fmt.Sprintf("unnamed admission controller %p", c)
+	return errs.Label("admission", c.name, c)
 }
 
 func (c *Controller) panicf(format string, args ...any) {

@@ -18,7 +18,7 @@ func ExampleController_Do() {
 		fmt.Println("running with", p.Consumed(), "in state", p.State())
 		return nil
 	})
-	fmt.Println("err:", err, "in use after:", ctrl.Stats().Used)
+	fmt.Println("err:", err, "in use after:", ctrl.Stats().Held)
 	// Output:
 	// running with count=1 memory=64K in state active/need_cpu
 	// err: <nil> in use after: count=0 memory=0B

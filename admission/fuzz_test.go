@@ -110,7 +110,7 @@ func runControllerProgram(t *testing.T, prog []byte) {
 		}
 	}
 	st := m.c.Stats()
-	require.Equal(t, admission.Resources{}, st.Used, "everything came back")
+	require.Equal(t, admission.Resources{}, st.Held, "everything came back")
 	require.Zero(t, st.CurrentPermits)
 	require.Zero(t, st.NeedCPUPermits)
 	require.Zero(t, st.AwaitingPermits)
@@ -467,10 +467,10 @@ func (m *cmodel) check() {
 	st := m.c.Stats()
 	used := m.limits.Sub(m.avail)
 	needCPU, awaiting := m.cpuCounts()
-	if st.Used != used || st.Waiters != len(m.queue) || st.Inactive != len(m.inactive) ||
+	if st.Held != used || st.Waiters != len(m.queue) || st.Inactive != len(m.inactive) ||
 		st.NeedCPUPermits != needCPU || st.AwaitingPermits != awaiting {
 		m.fatalf("stats: used %v queued %d inactive %d need-cpu %d awaiting %d; model: used %v queued %d inactive %d need-cpu %d awaiting %d",
-			st.Used, st.Waiters, st.Inactive, st.NeedCPUPermits, st.AwaitingPermits,
+			st.Held, st.Waiters, st.Inactive, st.NeedCPUPermits, st.AwaitingPermits,
 			used, len(m.queue), len(m.inactive), needCPU, awaiting)
 	}
 	for _, p := range m.permits {

@@ -102,7 +102,7 @@ func runGroupProgram(t *testing.T, prog []byte) {
 	st := m.g.Stats()
 	require.Zero(t, st.Borrowed, "the pool got everything back")
 	for _, ms := range st.Members {
-		require.Equal(t, admission.Resources{}, ms.Used, "member %s", ms.Name)
+		require.Equal(t, admission.Resources{}, ms.Held, "member %s", ms.Name)
 	}
 }
 
@@ -328,9 +328,9 @@ func (m *gmodel) check() {
 	}
 	for i, mb := range m.members {
 		ms := st.Members[i]
-		if ms.Limits != mb.limits || ms.Used != mb.used || ms.Borrowed != m.borrowed(mb) || ms.Waiters != len(mb.queue) {
+		if ms.Limits != mb.limits || ms.Held != mb.used || ms.Borrowed != m.borrowed(mb) || ms.Waiters != len(mb.queue) {
 			m.fatalf("member %s: limits %v used %v borrowed %d queued %d; model: %v %v %d %d", ms.Name,
-				ms.Limits, ms.Used, ms.Borrowed, ms.Waiters, mb.limits, mb.used, m.borrowed(mb), len(mb.queue))
+				ms.Limits, ms.Held, ms.Borrowed, ms.Waiters, mb.limits, mb.used, m.borrowed(mb), len(mb.queue))
 		}
 	}
 }

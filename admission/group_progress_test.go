@@ -102,7 +102,7 @@ func TestGroup_ForwardProgressWithBorrowingAndLiveResharing(t *testing.T) {
 	assert.Zero(t, st.Borrowed, "everything borrowed went back to the pool")
 	assert.Len(t, st.Members, 3, "the removed member left once drained")
 	for _, m := range st.Members {
-		assert.Equal(t, admission.Resources{}, m.Used, "member %s", m.Name)
+		assert.Equal(t, admission.Resources{}, m.Held, "member %s", m.Name)
 		assert.Zero(t, m.CurrentPermits, "member %s", m.Name)
 		assert.Zero(t, m.Waiters+m.MemoryWaiters+m.Inactive, "member %s", m.Name)
 		assert.Zero(t, m.NeedCPUPermits, "member %s", m.Name)

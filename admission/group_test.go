@@ -137,7 +137,7 @@ func TestGroup_SharedPoolLendsWhenTheShareIsUsedUpAndTakesItBackOnRelease(t *tes
 		r.p.Release()
 		a1.Release()
 		assert.Zero(t, g.Stats().Borrowed)
-		assert.Equal(t, admission.Resources{}, a.Stats().Used)
+		assert.Equal(t, admission.Resources{}, a.Stats().Held)
 	})
 }
 
@@ -151,14 +151,14 @@ func TestGroup_ConsumeBeyondTheShareCountsAsBorrowedUntilReturned(t *testing.T) 
 	assert.Equal(t, int64(5), g.Stats().Borrowed)
 	p.Release()
 	assert.Zero(t, g.Stats().Borrowed)
-	assert.Equal(t, admission.Resources{}, a.Stats().Used)
+	assert.Equal(t, admission.Resources{}, a.Stats().Held)
 
 	p = mustAcquire(t, a, "a2", 70)
 	require.NoError(t, p.Consume(limits(0, 15)))
 	assert.Equal(t, int64(5), g.Stats().Borrowed)
 	p.Release() // gives back the consumed memory with the base
 	assert.Zero(t, g.Stats().Borrowed)
-	assert.Equal(t, admission.Resources{}, a.Stats().Used)
+	assert.Equal(t, admission.Resources{}, a.Stats().Held)
 }
 
 func TestGroup_MultipleBorrowersShareThePool(t *testing.T) {
@@ -404,7 +404,7 @@ func TestGroup_SetSharesResplitsLiveWithoutRevokingAnything(t *testing.T) {
 		require.True(t, done, "b's share grew: its waiter is in")
 		require.NoError(t, r.err)
 		assert.Equal(t, admission.Active, a1.State(), "a keeps what it holds")
-		assert.Equal(t, int64(50), a.Stats().Used.Memory)
+		assert.Equal(t, int64(50), a.Stats().Held.Memory)
 
 		aw := start(t.Context(), a, "a2", 1)
 		_, done = ready(aw)
@@ -437,7 +437,7 @@ func TestGroup_SetTotalResplitsLive(t *testing.T) {
 		require.NoError(t, r.err)
 
 		g.SetTotal(limits(2, 20)) // shrinks below what is held: nothing is taken back
-		assert.Equal(t, int64(100), a.Stats().Used.Memory)
+		assert.Equal(t, int64(100), a.Stats().Held.Memory)
 		assert.Equal(t, admission.Active, a1.State())
 		r.p.Release()
 		a1.Release()

@@ -176,7 +176,7 @@ func TestTrack_AfterBreakTakesNothing(t *testing.T) {
 		assert.ErrorIs(t, p.Consume(admission.Resources{Memory: 80}), admission.ErrReleased)
 		assert.ErrorIs(t, p.RequestMemory(t.Context(), 80), admission.ErrReleased)
 		st := c.Stats()
-		assert.Zero(t, st.Used)
+		assert.Zero(t, st.Held)
 		assert.Zero(t, st.CurrentPermits)
 		p.Release()
 	}
@@ -199,7 +199,7 @@ func TestPark_AfterBreakEvictsAtOnceSoDrainCanFinish(t *testing.T) {
 		assert.True(t, v.closed.Load())
 		assert.Equal(t, admission.EvictedOnBreak, <-reasons)
 		assert.Equal(t, admission.Evicted, p.State())
-		assert.Zero(t, c.Stats().Used)
+		assert.Zero(t, c.Stats().Held)
 		p.Release()
 		synctest.Wait()
 		require.Len(t, closed, 1)

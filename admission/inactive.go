@@ -2,6 +2,7 @@ package admission
 
 import (
 	"container/list"
+	"fmt"
 	"io"
 	"time"
 )
@@ -98,13 +99,13 @@ func (c *Controller) Park(p *Permit, value io.Closer, opts ...ParkOption) (*Park
 	defer c.unlock()
 	switch p.phase {
 	case Released:
-		return nil, c.errorf(released, what("park", p, p.base.Memory), "%w", ErrReleased)
+		return nil, c.fail(nil, what("park", p, p.base.Memory), ErrReleased.Error(), ErrReleased)
 	case Active, WaitingForMemory:
 	default:
-		return nil, c.errorf(evicted, what("park", p, p.base.Memory), "%w: the permit is %s, not active", ErrEvicted, p.phase)
+		return nil, c.fail(nil, what("park", p, p.base.Memory), fmt.Sprintf("%v: the permit is %s, not active", ErrEvicted, p.phase), ErrEvicted)
 	}
 	c.failMemoryWaitsLocked(p, func(w *waiter) error {
-		return c.errorf(evicted, w.what(), "%w: the permit was parked while waiting", ErrEvicted)
+		return c.fail(nil, w.what(), ErrEvicted.Error()+": the permit was parked while waiting", ErrEvicted)
 	})
 	if c.blessed == p {
 		c.blessed = nil

@@ -86,6 +86,6 @@ func TestParkWithTTL_AResumedPermitIsNeverEvictedAndItsValueIsClosedAtMostOnce(t
 	st := c.Stats()
 	assert.Equal(t, uint64(evictedByTTL), st.TimeEvictions, "TTL evictions are exactly the parked permits the TTL took")
 	assert.Zero(t, st.CurrentPermits)
-	assert.Equal(t, admission.Resources{}, st.Used)
+	assert.Equal(t, admission.Resources{}, st.Held)
 	t.Logf("%d resumed, %d evicted by their TTL first", resumed, evictedByTTL)
 }

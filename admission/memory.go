@@ -1,6 +1,9 @@
 package admission
 
-import "context"
+import (
+	"context"
+	"fmt"
+)
 
 // Consume accounts resources the permit has already taken, such as memory it has
 // allocated. It never blocks. It fails, taking nothing, with ErrMemoryLimit when
@@ -31,9 +34,9 @@ func (p *Permit) Consume(r Resources) error {
 func (p *Permit) usableLocked(verb string, memory int64) error {
 	switch p.phase {
 	case Released:
-		return p.c.errorf(released, what(verb, p, memory), "%w", ErrReleased)
+		return p.c.fail(nil, what(verb, p, memory), ErrReleased.Error(), ErrReleased)
 	case Inactive, Evicted, WaitingForAdmission:
-		return p.c.errorf(evicted, what(verb, p, memory), "%w: the permit is %s", ErrEvicted, p.phase)
+		return p.c.fail(nil, what(verb, p, memory), fmt.Sprintf("%v: the permit is %s", ErrEvicted, p.phase), ErrEvicted)
 	}
 	return nil
 }
@@ -51,8 +54,8 @@ func (p *Permit) killCheckLocked(verb string, memory int64) error {
 		c.stats.Killed++
 	}
 	c.dumpLocked("kill limit reached", p)
-	return c.errorf(memoryLimit, what(verb, p, memory), "%w (%s in use of %s)",
-		ErrMemoryLimit, formatBytes(used), formatBytes(limit))
+	return c.fail(nil, what(verb, p, memory), fmt.Sprintf("%v (%s in use of %s)",
+		ErrMemoryLimit, formatBytes(used), formatBytes(limit)), ErrMemoryLimit)
 }
 
 func (p *Permit) takeLocked(r Resources) {

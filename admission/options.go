@@ -40,7 +40,7 @@ func WithName(name string) NameOption { return NameOption(name) }
 
 // WithMaxWaiters bounds the admission queue: a request that would be number n+1
 // in it fails at once with an error matching semaphore.ErrQueueFull and counts as
-// shed. n <= 0 (the default) leaves the queue unbounded.
+// rejected (Stats.Rejected). n <= 0 (the default) leaves the queue unbounded.
 func WithMaxWaiters(n int) Option { return controllerOption(func(c *Controller) { c.maxQueue = n }) }
 
 // WithCPUConcurrency sets how many admitted permits may need CPU (NeedCPU minus

@@ -24,7 +24,7 @@ func TestWithName_NamesAControllerAndAGroupAlike(t *testing.T) {
 	unnamed.Break(nil)
 	_, err := unnamed.Acquire(t.Context(), "scan", 1)
 	require.Error(t, err)
-	assert.Regexp(t, `^unnamed admission controller 0x[0-9a-f]+: admit "scan" \(memory 1B\): `, err.Error(),
+	assert.Regexp(t, `^unnamed admission 0x[0-9a-f]+: admit "scan" \(memory 1B\): `, err.Error(),
 		"messages tell unnamed controllers apart by address")
 	ug := admission.NewGroup(limits(1, 1))
 	assert.PanicsWithValue(t, fmt.Sprintf("unnamed admission group %p: SetTotal(count=-1 memory=0B): negative total", ug),

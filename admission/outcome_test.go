@@ -128,8 +128,8 @@ func TestOutcomeOf_NamesTheOutcomeDecidedWhereTheCallFailed(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				err := tc.fail(t)
 				require.Error(t, err)
-				assert.Equal(t, tc.outcome, admission.OutcomeOf(err))
-				assert.Equal(t, tc.outcome, admission.OutcomeOf(fmt.Errorf("wrapped: %w", err)), "wrapped by the caller")
+				assert.Equal(t, tc.outcome, admission.ResultLabel(err))
+				assert.Equal(t, tc.outcome, admission.ResultLabel(fmt.Errorf("wrapped: %w", err)), "wrapped by the caller")
 				for _, m := range tc.matches {
 					assert.ErrorIs(t, err, m)
 				}
@@ -141,11 +141,39 @@ func TestOutcomeOf_NamesTheOutcomeDecidedWhereTheCallFailed(t *testing.T) {
 	}
 }
 
-func TestOutcomeOf_ErrorsOfOtherPackagesFallBackOnTheContext(t *testing.T) {
-	assert.Equal(t, "admitted", admission.OutcomeOf(nil))
-	assert.Equal(t, "timed_out", admission.OutcomeOf(context.DeadlineExceeded))
-	assert.Equal(t, "cancelled", admission.OutcomeOf(fmt.Errorf("op: %w", context.Canceled)))
-	assert.Equal(t, "error", admission.OutcomeOf(errors.New("something else")))
+func TestResultLabel_ErrorsOfOtherPackagesAreErrors(t *testing.T) {
+	assert.Equal(t, "acquired", admission.ResultLabel(nil))
+	assert.Equal(t, "error", admission.ResultLabel(context.DeadlineExceeded), "not a call of this package")
+	assert.Equal(t, "error", admission.ResultLabel(fmt.Errorf("op: %w", context.Canceled)))
+	assert.Equal(t, "error", admission.ResultLabel(errors.New("something else")))
+}
+
+// A queued request whose context is cancelled is Cancelled, in its error's
+// Outcome, its label and the counters, whatever sentinel the cause matches.
+func TestStats_ACancelledWaitIsCancelledWhateverItsCause(t *testing.T) {
+	for _, cause := range []error{semaphore.ErrBroken, semaphore.ErrTimedOut, semaphore.ErrQueueFull, semaphore.ErrShed, semaphore.ErrTooLarge} {
+		t.Run(cause.Error(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				c := admission.New(limits(1, 100), admission.WithName("reads"))
+				p := mustAcquire(t, c, "holder", 1)
+				defer p.Release()
+				ctx, cancel := context.WithCancelCause(t.Context())
+				queued := start(ctx, c, "queued", 1)
+				synctest.Wait()
+				cancel(fmt.Errorf("elsewhere: %w", cause))
+				err := (<-queued).err
+				require.ErrorIs(t, err, cause, "the cause is matched")
+				o, ok := semaphore.OutcomeOf(err)
+				require.True(t, ok)
+				assert.Equal(t, semaphore.Cancelled, o)
+				assert.Equal(t, "cancelled", admission.ResultLabel(err))
+				st := c.Stats()
+				assert.Equal(t, uint64(1), st.Cancelled)
+				assert.Zero(t, st.TimedOut+st.Rejected+st.Shed)
+				assert.Equal(t, uint64(1), st.Acquired, "the holder only")
+			})
+		})
+	}
 }
 
 func TestErrShed_MatchesQueueFullButNotTheOtherWayRound(t *testing.T) {

@@ -158,7 +158,7 @@ func (p *Permit) releaseLocked() bool {
 	if p.phase == Released {
 		return false
 	}
-	fail := func(w *waiter) error { return c.errorf(released, w.what(), "%w while waiting", ErrReleased) }
+	fail := func(w *waiter) error { return c.fail(nil, w.what(), ErrReleased.Error()+" while waiting", ErrReleased) }
 	if w := p.wait; w != nil {
 		c.settleLocked(w, fail(w))
 	}

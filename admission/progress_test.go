@@ -70,7 +70,7 @@ func TestForwardProgress_RandomizedPermitsAllFinishAndResourcesReturn(t *testing
 	c.SetLimits(limits(8, 1<<20))
 
 	st := c.Stats()
-	assert.Equal(t, admission.Resources{}, st.Used, "resources return exactly to the limits")
+	assert.Equal(t, admission.Resources{}, st.Held, "resources return exactly to the limits")
 	assert.Zero(t, st.CurrentPermits)
 	assert.Zero(t, st.Waiters)
 	assert.Zero(t, st.MemoryWaiters)

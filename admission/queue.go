@@ -3,11 +3,11 @@ package admission
 import (
 	"container/list"
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/fairsem/semaphore"
+	"github.com/fairsem/semaphore/internal/errs"
 )
 
 // waitKind is what a queued request waits for. Each kind has one name (for
@@ -132,57 +132,70 @@ func (c *Controller) settleLocked(w *waiter, err error) {
 
 // wait blocks until w is settled or ctx ends. It is called without mu and returns
 // without it.
+//
+// A request granted while its context is already done fails with the context's
+// error and gives back what it was granted, so that the requests behind it are
+// let in as they would have been, as the semaphore package's Acquire does;
+// whichever case select picks when both happened, the answer is the same. A
+// readmission is the exception: it keeps its grant and returns nil, because once
+// the permit is Active other goroutines may already be using it.
 func (c *Controller) wait(ctx context.Context, w *waiter) error {
+	var err error
 	select {
-	case err := <-w.done:
-		return err
-	case <-ctx.Done():
-	}
-	c.lock()
-	defer c.unlock()
-	if w.elem != nil {
-		// Still queued: leave, and let in whoever that lets in.
-		err := c.contextErrLocked(ctx, w)
-		if errors.Is(err, semaphore.ErrTimedOut) {
-			c.stats.TimedOut++
-			c.dumpLocked("timed out", w.p)
+	case err = <-w.done:
+		select {
+		case <-ctx.Done():
+		default:
+			return err
 		}
-		c.settleLocked(w, err)
-		<-w.done
-		c.maybeAdmitLocked() // if it was the head, the ones behind may fit now
+		c.lock()
+	case <-ctx.Done():
+		c.lock()
+		if w.elem != nil {
+			// Still queued: leave, and let in whoever that lets in.
+			err := c.contextErrLocked(ctx, w)
+			c.settleLocked(w, err)
+			<-w.done
+			c.maybeAdmitLocked() // if it was the head, the ones behind may fit now
+			c.unlock()
+			return err
+		}
+		// Settled before we got the lock: settleLocked sent the outcome under it.
+		err = <-w.done
+	}
+	defer c.unlock()
+	if err != nil || w.kind == readmitting {
 		return err
 	}
-	// Settled before we got the lock: settleLocked sent the outcome under it.
-	if err := <-w.done; err != nil || w.kind == readmitting {
-		// A readmission that won the race is kept: the permit is shared, and
-		// once Active other goroutines may already be using it.
-		return err
+	err = c.contextErrLocked(ctx, w)
+	if w.kind == admitting {
+		c.stats.Acquired-- // counted when granted; the caller sees its context error
 	}
-	// Granted in a race with the context. The caller sees its context error, so
-	// give back what was granted.
-	err := c.contextErrLocked(ctx, w)
 	c.undoLocked(w, true)
 	c.maybeAdmitLocked()
 	return err
 }
 
-// contextErrLocked is the error for a wait whose context ended: it matches
-// ctx.Err(), context.Cause(ctx) when that differs, and semaphore.ErrTimedOut for a
-// deadline.
-// It reads the controller's usage, so it needs mu.
+// contextErrLocked is the error for a request whose context ended, before it
+// queued or while it waited: it matches ctx.Err(), context.Cause(ctx) when that
+// differs, and semaphore.ErrTimedOut for a deadline, and ends in TimedOut or
+// Cancelled, which it counts. It reads the controller's usage, so it needs mu.
 func (c *Controller) contextErrLocked(ctx context.Context, w *waiter) error {
-	err, cause := ctx.Err(), context.Cause(ctx)
-	where := "before waiting"
-	if !w.arrived.IsZero() {
-		where = fmt.Sprintf("after %v, queued behind %d (%s)",
-			time.Since(w.arrived).Round(time.Millisecond), w.ahead, c.usageLocked())
+	deadline, why, matches := errs.Context(ctx)
+	o, what := semaphore.Cancelled, "canceled"
+	if deadline {
+		o, what = semaphore.TimedOut, "timed out"
+		matches = append(matches, semaphore.ErrTimedOut)
+		c.stats.TimedOut++
+		c.dumpLocked("timed out", w.p)
+	} else {
+		c.stats.Cancelled++
 	}
-	outcome, format, args := cancelled, "canceled %s: %w", []any{where, err}
-	if errors.Is(err, context.DeadlineExceeded) {
-		outcome, format, args = timedOut, "%w %s: %w", []any{semaphore.ErrTimedOut, where, err}
+	if w.arrived.IsZero() {
+		what += " before waiting"
+	} else {
+		what += fmt.Sprintf(" after %v, queued behind %s (%s)",
+			time.Since(w.arrived).Round(time.Millisecond), errs.Count(int64(w.ahead), "request"), c.usageLocked())
 	}
-	if cause != nil && cause != err {
-		format, args = format+": %w", append(args, cause)
-	}
-	return c.errorf(outcome, w.what(), format, args...)
+	return c.fail(o, w.what(), what+": "+why, matches...)
 }

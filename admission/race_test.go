@@ -121,12 +121,12 @@ func TestGrantRacingCancellation_AdmissionGivesBackTheGrantAndReadsUnderTheLock(
 			require.Nil(t, r.p)
 		}
 		cancel()
-		waitFor(t, c, "back to one permit (the churn)", func(st admission.Stats) bool { return st.CurrentPermits == 1 && st.Used.Count == 0 })
+		waitFor(t, c, "back to one permit (the churn)", func(st admission.Stats) bool { return st.CurrentPermits == 1 && st.Held.Count == 0 })
 	}
 	close(stop)
 	bg.Wait()
 	st := c.Stats()
-	assert.Equal(t, admission.Resources{}, st.Used, "a failed Acquire holds nothing")
+	assert.Equal(t, admission.Resources{}, st.Held, "a failed Acquire holds nothing")
 	assert.Zero(t, st.CurrentPermits)
 	assert.Zero(t, st.Waiters)
 	t.Logf("granted %d, canceled %d", granted, canceled)
@@ -162,7 +162,7 @@ func TestGrantRacingCancellation_MemoryGivesBackTheGrantAndReadsUnderTheLock(t *
 	bg.Wait()
 	a.Release()
 	st := c.Stats()
-	assert.Equal(t, admission.Resources{}, st.Used)
+	assert.Equal(t, admission.Resources{}, st.Held)
 	assert.Zero(t, st.CurrentPermits)
 	assert.Zero(t, st.MemoryWaiters)
 	t.Logf("granted %d, canceled %d", granted, canceled)
@@ -205,7 +205,40 @@ func TestGrantRacingCancellation_ReadmissionIsKeptWholeOrUndoneWhole(t *testing.
 	close(stop)
 	bg.Wait()
 	st := c.Stats()
-	assert.Equal(t, admission.Resources{}, st.Used)
+	assert.Equal(t, admission.Resources{}, st.Held)
 	assert.Zero(t, st.CurrentPermits)
 	t.Logf("kept %d, undone %d", kept, undone)
+}
+
+// A context cancelled before the Release that could admit the request: the
+// request fails with its context's error wherever it is when the two happen
+// (entering, queued, or waking with its grant), and holds nothing. The rounds run
+// on real processors so that the two land at every point of its way in.
+func TestAcquire_ACancellationBeforeTheGrantAlwaysWins(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	rounds := 2000
+	if testing.Short() {
+		rounds = 200
+	}
+	for i := range rounds {
+		c := admission.New(admission.Resources{Count: 1, Memory: 100})
+		holder, err := c.Acquire(context.Background(), "holder", 1)
+		require.NoError(t, err)
+		ctx, cancel := context.WithCancel(context.Background())
+		calling := make(chan struct{})
+		done := make(chan error, 1)
+		go func() {
+			close(calling)
+			_, err := c.Acquire(ctx, "racer", 1)
+			done <- err
+		}()
+		<-calling
+		cancel()
+		holder.Release()
+		require.ErrorIs(t, <-done, context.Canceled, "round %d: admitted after its cancellation", i)
+		st := c.Stats()
+		require.Equal(t, admission.Resources{}, st.Held, "round %d: the grant was given back", i)
+		require.Equal(t, uint64(1), st.Acquired, "round %d: the holder only", i)
+		require.Equal(t, uint64(1), st.Cancelled, "round %d", i)
+	}
 }

@@ -102,7 +102,7 @@ func TestRandomized_EveryPublicMethodFromManyGoroutinesLeavesNothingHeld(t *test
 	c.SetCPUConcurrency(2)
 
 	st := c.Stats()
-	assert.Equal(t, admission.Resources{}, st.Used, "everything came back")
+	assert.Equal(t, admission.Resources{}, st.Held, "everything came back")
 	assert.Zero(t, st.CurrentPermits)
 	assert.Zero(t, st.Waiters)
 	assert.Zero(t, st.MemoryWaiters)

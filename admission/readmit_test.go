@@ -47,9 +47,9 @@ func TestReadmit_ConcurrentCallsTakeTheBaseExactlyOnce(t *testing.T) {
 			}
 		}
 		require.Equal(t, limits(1, 10), p.Consumed(), "round %d: the base is held once", i)
-		require.Equal(t, int64(1), c.Stats().Used.Count, "round %d", i)
+		require.Equal(t, int64(1), c.Stats().Held.Count, "round %d", i)
 		p.Release()
-		require.Zero(t, c.Stats().Used.Count, "round %d", i)
+		require.Zero(t, c.Stats().Held.Count, "round %d", i)
 	}
 }
 
@@ -70,7 +70,7 @@ func TestReadmit_SecondCallWhileTheFirstWaitsFailsClearly(t *testing.T) {
 		synctest.Wait()
 		require.NoError(t, <-first)
 		require.NoError(t, p.Readmit(context.Background()), "active now: the same outcome")
-		assert.Equal(t, limits(1, 10), c.Stats().Used)
+		assert.Equal(t, limits(1, 10), c.Stats().Held)
 		p.Release()
 	})
 }
@@ -104,7 +104,7 @@ func TestReadmit_ReleaseRacingReadmitLeavesNothingHeld(t *testing.T) {
 		}
 		require.Equal(t, admission.Resources{}, p.Consumed(), "round %d: a released permit holds nothing", i)
 		st := c.Stats()
-		require.Zero(t, st.Used.Count, "round %d", i)
+		require.Zero(t, st.Held.Count, "round %d", i)
 		require.Equal(t, 1, st.CurrentPermits, "round %d: only the churn permit is left", i)
 	}
 }
@@ -122,7 +122,7 @@ func TestReadmit_ReleaseWhileQueuedFailsTheReadmission(t *testing.T) {
 		require.ErrorIs(t, err, admission.ErrReleased)
 		assert.Contains(t, err.Error(), `readmit "paged" (memory 10B): permit released while waiting`)
 		holder.Release()
-		assert.Equal(t, admission.Resources{}, c.Stats().Used)
+		assert.Equal(t, admission.Resources{}, c.Stats().Held)
 		assert.Equal(t, admission.Released, p.State())
 	})
 }

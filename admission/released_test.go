@@ -33,7 +33,7 @@ func TestRelease_IsTerminalAtEveryEntryPoint(t *testing.T) {
 	p.Release()
 
 	st := c.Stats()
-	assert.Equal(t, admission.Resources{}, st.Used, "nothing was taken after Release")
+	assert.Equal(t, admission.Resources{}, st.Held, "nothing was taken after Release")
 	assert.Zero(t, st.CurrentPermits)
 	assert.Equal(t, admission.Released, p.State())
 }
@@ -98,7 +98,7 @@ func TestRequestMemory_ReleaseFailsEveryPendingRequestAndNothingLeaks(t *testing
 		b.Release()
 		synctest.Wait()
 		st := c.Stats()
-		assert.Equal(t, admission.Resources{}, st.Used, "no request was granted to the released permit")
+		assert.Equal(t, admission.Resources{}, st.Held, "no request was granted to the released permit")
 		assert.Zero(t, st.MemoryWaiters)
 	})
 }
@@ -121,11 +121,11 @@ func TestPark_FailsEveryPendingMemoryRequestAndNothingIsGrantedWhileParked(t *te
 		b.Release() // below the limit: a grant to a parked permit would happen now
 		synctest.Wait()
 		assert.Equal(t, admission.Inactive, a.State(), "still parked")
-		assert.Equal(t, limits(1, 10), c.Stats().Used, "only a's base")
+		assert.Equal(t, limits(1, 10), c.Stats().Held, "only a's base")
 		_, ok := pk.Resume()
 		require.True(t, ok)
 		a.Release()
-		assert.Equal(t, admission.Resources{}, c.Stats().Used)
+		assert.Equal(t, admission.Resources{}, c.Stats().Held)
 	})
 }
 
@@ -147,7 +147,7 @@ func TestRequestMemory_SeveralPendingRequestsOfOnePermitAreGrantedInOrder(t *tes
 		assert.Equal(t, admission.Active, a.State(), "active once no request is pending")
 		assert.Equal(t, limits(1, 40), a.Consumed())
 		a.Release()
-		assert.Equal(t, admission.Resources{}, c.Stats().Used)
+		assert.Equal(t, admission.Resources{}, c.Stats().Held)
 	})
 }
 

@@ -7,20 +7,22 @@ type Stats struct {
 	Name   string
 	Broken bool // Break was called (Group.Remove breaks the member)
 	Limits Resources
-	Used   Resources // held by permits now; may exceed Limits
+	Held   Resources // held by permits now; may exceed Limits
 	// Borrowed is the memory a group member holds beyond its share (Limits.Memory),
 	// borrowed from the group's shared pool; 0 outside a group.
 	Borrowed int64
 
-	Admitted            uint64 // permits admitted (Acquire and Readmit), at once or after queuing
-	AdmittedImmediately uint64 // of those, admitted without queuing
+	Acquired            uint64 // permits admitted (Acquire and Readmit), at once or after queuing: the calls that returned nil
+	AcquiredImmediately uint64 // of those, admitted without queuing
 	QueuedForAdmission  uint64 // requests that joined the admission queue
 	QueuedForMemory     uint64 // RequestMemory calls that waited past the serialize limit
 	QueuedBecauseCount  uint64 // queued while count was exhausted
 	QueuedBecauseMemory uint64 // queued while memory was exhausted or past a limit
 	QueuedBecauseCPU    uint64 // queued while too many permits needed CPU
-	Shed                uint64 // refused for overload: queue full, or shed preemptively
-	TimedOut            uint64 // waits whose context deadline passed
+	Rejected            uint64 // refused at once, the admission queue being full (semaphore.QueueFull)
+	Shed                uint64 // queued, then refused at the head by preemptive shedding (semaphore.Shed)
+	TimedOut            uint64 // requests whose context's deadline passed, before or while waiting
+	Cancelled           uint64 // requests whose context was cancelled (a deadline counts as TimedOut), whatever its cause
 	Killed              uint64 // permits that hit the kill limit (once each)
 	PermitEvictions     uint64 // parked permits evicted for admission, explicitly or on Break
 	TimeEvictions       uint64 // parked permits evicted by their TTL
@@ -45,7 +47,7 @@ func (c *Controller) statsLocked() Stats {
 	st := c.stats
 	st.Broken = c.broken != nil
 	st.Limits = c.limits
-	st.Used = c.usedLocked()
+	st.Held = c.usedLocked()
 	if c.group != nil {
 		st.Borrowed = c.borrowedLocked()
 	}

@@ -333,3 +333,31 @@ func goroutinesIn(fn string) int {
 	}
 	return n
 }
+
+// A Go whose context is cancelled while it waits returns an error whose
+// Outcome is Cancelled, whatever sentinel the context's cause matches.
+func TestGo_ACancelledWaitIsCancelledWhateverItsCause(t *testing.T) {
+	for _, cause := range []error{semaphore.ErrBroken, semaphore.ErrTimedOut, semaphore.ErrQueueFull, semaphore.ErrShed, semaphore.ErrTooLarge} {
+		t.Run(cause.Error(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				sem := semaphore.New(1)
+				g := group.New(sem)
+				gt := newGate("a")
+				require.NoError(t, g.Go(t.Context(), 1, gt.task("a")))
+				ctx, cancel := context.WithCancelCause(t.Context())
+				goDone := make(chan error, 1)
+				go func() { goDone <- g.Go(ctx, 1, func() error { return nil }) }()
+				synctest.Wait()
+				cancel(errors.Join(errors.New("elsewhere"), cause))
+				err := <-goDone
+				require.ErrorIs(t, err, cause)
+				o, ok := semaphore.OutcomeOf(err)
+				require.True(t, ok)
+				assert.Equal(t, semaphore.Cancelled, o)
+				assert.Equal(t, uint64(1), sem.Stats().Cancelled)
+				gt.release["a"] <- nil
+				require.NoError(t, g.Wait())
+			})
+		})
+	}
+}

@@ -32,7 +32,7 @@ func UnaryClientInterceptor(l Limiter, opts ...Option) grpc.UnaryClientIntercept
 		o := adaptive.Ignore // stays so if a later interceptor panics
 		defer func() { tok.Done(o) }()
 		err = invoker(ctx, method, req, reply, cc, callOpts...)
-		o = outcome(err)
+		o = verdict(err)
 		return err
 	}
 }
@@ -76,7 +76,7 @@ type finisher struct {
 
 func (f *finisher) finish(err error) {
 	if f.done.CompareAndSwap(false, true) {
-		f.tok.Done(outcome(err))
+		f.tok.Done(verdict(err))
 	}
 }
 

@@ -204,3 +204,20 @@ func TestPerTarget_GivesEachTargetItsOwnLimiter(t *testing.T) {
 		assert.Equal(t, s.Capacity(), s.Available(), target)
 	}
 }
+
+// A later interceptor that fails the stream without calling the streamer never
+// reaches gRPC's OnFinish: the interceptor gives the units back itself.
+func TestClientStream_AnOpenThatFailsGivesTheUnitsBack(t *testing.T) {
+	sem := semaphore.New(2)
+	open := grpcsem.StreamClientInterceptor(grpcsem.Semaphore(sem, nil))
+	refused := status.Error(codes.PermissionDenied, "refused by a later interceptor")
+	failing := func(context.Context, *grpc.StreamDesc, *grpc.ClientConn, string, ...grpc.CallOption) (grpc.ClientStream, error) {
+		return nil, refused
+	}
+	for i := range 3 { // more than the capacity
+		cs, err := open(t.Context(), &grpc.StreamDesc{ClientStreams: true, ServerStreams: true}, nil, "/echo.Echo/Stream", failing)
+		assert.Nil(t, cs)
+		require.ErrorIs(t, err, refused)
+		require.Equal(t, sem.Capacity(), sem.Available(), "open %d: the units are back", i)
+	}
+}

@@ -32,25 +32,26 @@
 // # Statuses
 //
 // One table maps what Admit returned to the call's status and to the
-// grpc-retry-pushback-ms trailer (PushbackKey), checked in this order. "the
-// overload code" is codes.ResourceExhausted, or codes.Unavailable with
-// WithOverloadCode; "pushback" is WithPushback's duration (100ms by default),
-// jittered by ±20%.
+// grpc-retry-pushback-ms trailer (PushbackKey). The row is chosen by how the
+// limiter said the call ended, its semaphore.Outcome (semaphore.OutcomeOf),
+// never by the sentinels the error matches: a context cancelled with a cause
+// matching ErrQueueFull is still a cancelled call. "the overload code" is
+// codes.ResourceExhausted, or codes.Unavailable with WithOverloadCode;
+// "pushback" is WithPushback's duration (100ms by default), jittered by ±20%.
 //
 //	what Admit returned                                       code                    pushback trailer
 //	any error, once the call's own context has ended          Canceled or             none
 //	  (the client cancelled, or its deadline passed)            DeadlineExceeded
-//	semaphore.ErrTooLarge (it could never fit)                ResourceExhausted       -1: do not retry
-//	semaphore.ErrBroken (a semaphore or controller broken)    the overload code       none: the client's backoff
-//	semaphore.ErrShed, semaphore.ErrQueueFull                 the overload code       pushback
-//	WithTimeout passed (ErrTimedOut, DeadlineExceeded)        the overload code       pushback
-//	an error carrying a gRPC status                           that status             none
+//	TooLarge (it could never fit)                             ResourceExhausted       -1: do not retry
+//	Broken (a semaphore or controller broken)                 the overload code       none: the client's backoff
+//	Shed, QueueFull                                           the overload code       pushback
+//	TimedOut (WithTimeout passed)                             the overload code       pushback
+//	an error with no Outcome carrying a gRPC status           that status             none
 //	any other error                                           Unknown                 none
 //
-// The other sentinels of the two packages (admission's ErrMemoryLimit,
-// ErrEvicted and ErrReleased, the semaphore's ErrInsufficientUnits and
-// ErrDifferentSemaphore) come from a permit or units in use, never from
-// admission, so they fall in the last row if a custom Limiter returns them.
+// Errors that end no admission (admission's ErrMemoryLimit, ErrEvicted and
+// ErrReleased, the semaphore's ErrInsufficientUnits and ErrDifferentSemaphore)
+// fall in the last row if a custom Limiter returns them.
 //
 // A grpc-go client whose retry policy lists the code retries after the pushback
 // instead of its own backoff, never when it is negative; without a retry
@@ -85,25 +86,18 @@
 //
 // Adaptive(l) admits through an adaptive limiter (package adaptive), the
 // third adapter: the call's verdict goes to the limiter, from which it
-// learns its limit, and its refusals wrap the core's sentinels like the
-// others', so the table above applies unchanged.
+// learns its limit, and its refusals carry an Outcome like the others', so
+// the table above applies unchanged.
 //
-// # Decisions where the issue is silent, and differences from the anchors
+// # Details
 //
-// The anchors are grpc-go's examples/features/interceptor and
-// go-grpc-middleware's ratelimit interceptors, and this module's httpsem.
-//
-//   - One Limiter interface for every interceptor, server and client, rather than
-//     one constructor per kind of limit: the semaphore, the admission controller
-//     and the adaptive limiter differ only in their adapter. The
-//     go-grpc-middleware limiter is a yes/no Limit(ctx) error with nothing to
-//     give back; a Token is needed for concurrency, which is given back.
+//   - One Limiter interface serves every interceptor, server and client: the
+//     semaphore, the admission controller and the adaptive limiter differ only
+//     in their adapter. Admit returns a Token, which gives the concurrency back.
 //   - A refusal says when to retry (the pushback trailer), or that a retry is
-//     futile (-1, for a call heavier than the capacity); go-grpc-middleware
-//     answers ResourceExhausted with no trailer, and the interceptor examples
-//     do not limit at all.
+//     futile (-1, for a call heavier than the capacity).
 //   - The pushback is jittered: grpc-go waits exactly the pushback, so clients
-//     refused together would return together.
+//     refused together would otherwise return together.
 //   - Broken and closed use the overload code without pushback (httpsem's 503
 //     without Retry-After): a server that is going away lets the client back off
 //     by itself, through its balancer, perhaps to another backend.
@@ -115,6 +109,9 @@
 //     passes. The deadline's timer costs about a microsecond and five
 //     allocations a call (BenchmarkUnaryServerInterceptor), next to tens of
 //     microseconds and 150 allocations for a unary call over bufconn.
+//   - A client stream whose opening fails (a later interceptor refuses it
+//     without calling the streamer, or gRPC fails it) gives its Token back at
+//     once: gRPC never finishes a stream it did not open.
 //   - A stream is admitted before its handler runs, so its weight cannot depend
 //     on its first message: Call.Request is nil, and a weight function reads
 //     the method or the metadata (metadata.FromIncomingContext).

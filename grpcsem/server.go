@@ -13,11 +13,14 @@ import (
 // The handler finds the Token in its context (TokenFrom, UnitsFrom,
 // PermitFrom).
 //
-// A call that is not admitted gets a status error at once, with the pushback
-// trailer where the package documentation's table says so: never a hang. The
-// wait is bounded by the call's context (its deadline, the client cancelling)
-// and WithTimeout. It panics if l is nil or an option applies only to client
-// interceptors.
+// A call that is not admitted gets a status error at once, never a hang:
+// Canceled or DeadlineExceeded when its own context ended; the overload code
+// with the pushback trailer when the queue is full, the call was shed or
+// WithTimeout passed; ResourceExhausted with pushback -1 when it is heavier
+// than the capacity; the overload code without pushback when the limiter is
+// broken. The wait is bounded by the call's context (its deadline, the client
+// cancelling) and WithTimeout. It panics if l is nil or an option applies only
+// to client interceptors.
 func UnaryServerInterceptor(l Limiter, opts ...Option) grpc.UnaryServerInterceptor {
 	if l == nil {
 		panic("grpcsem: UnaryServerInterceptor(nil)")
@@ -36,7 +39,7 @@ func UnaryServerInterceptor(l Limiter, opts ...Option) grpc.UnaryServerIntercept
 		o := adaptive.Ignore // stays so if the handler panics
 		defer func() { tok.Done(o) }()
 		resp, err := handler(withToken(ctx, tok), req)
-		o = outcome(err)
+		o = verdict(err)
 		return resp, err
 	}
 }
@@ -69,7 +72,7 @@ func StreamServerInterceptor(l Limiter, opts ...Option) grpc.StreamServerInterce
 		o := adaptive.Ignore // stays so if the handler panics
 		defer func() { tok.Done(o) }()
 		err = handler(srv, admittedStream{ss, withToken(ctx, tok)})
-		o = outcome(err)
+		o = verdict(err)
 		return err
 	}
 }

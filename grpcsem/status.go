@@ -23,33 +23,38 @@ const PushbackKey = "grpc-retry-pushback-ms"
 // refusal is the one table from an Admit error to the call's status and
 // pushback trailer (documented in the package documentation). ctx is the
 // call's own context; err is the limiter's error; pushback is the trailer value,
-// "" for none.
+// "" for none. The row is chosen by how the limiter said the call ended
+// (semaphore.OutcomeOf), never by the sentinels err matches: a context's cause
+// can match any of them.
 func (c *config) refusal(ctx context.Context, err error) (st *status.Status, pushback string) {
 	overload := func(reason string) (*status.Status, string) {
 		return c.status(c.code, "overloaded: "+reason, err), c.pushbackValue()
 	}
-	switch {
-	case ctx.Err() != nil:
+	if ctx.Err() != nil {
 		// The call's own context ended: the client gave up, or its deadline
 		// passed. It sees its own error; the status follows gRPC's mapping.
 		return status.FromContextError(ctx.Err()), ""
-	case errors.Is(err, semaphore.ErrTooLarge):
+	}
+	o, ok := semaphore.OutcomeOf(err)
+	switch {
+	case !ok:
+		if st, ok := status.FromError(err); ok {
+			return st, "" // a limiter that chose its status
+		}
+	case o == semaphore.TooLarge:
 		// It would never fit: a retry cannot help, so tell the client not to.
 		return c.status(codes.ResourceExhausted, "request larger than capacity", err), "-1"
-	case errors.Is(err, semaphore.ErrBroken):
+	case o == semaphore.Broken:
 		// Going away: no pushback, so that the client backs off by itself and
 		// its retry may reach another backend.
 		return c.status(c.code, "not admitting: broken", err), ""
-	case errors.Is(err, semaphore.ErrShed): // before queue full, which it also matches
+	case o == semaphore.Shed:
 		return overload("shed")
-	case errors.Is(err, semaphore.ErrQueueFull):
+	case o == semaphore.QueueFull:
 		return overload("wait queue full")
-	case errors.Is(err, semaphore.ErrTimedOut), errors.Is(err, context.DeadlineExceeded):
+	case o == semaphore.TimedOut:
 		// The call's context is alive, so the deadline was WithTimeout's.
 		return overload("not admitted within " + c.timeout.String())
-	}
-	if st, ok := status.FromError(err); ok {
-		return st, "" // a limiter that chose its status
 	}
 	return c.status(codes.Unknown, "admission failed", err), ""
 }
@@ -77,10 +82,10 @@ func (c *config) pushbackValue() string {
 // pushbackTrailer is the trailer carrying value.
 func pushbackTrailer(value string) metadata.MD { return metadata.Pairs(PushbackKey, value) }
 
-// outcome classifies how an admitted call ended, from its error; panicked
+// verdict judges how an admitted call ended, from its error; panicked
 // calls never get here (they are Ignore). A deadline is TimedOut, which the
 // adaptive limiter's Done judges as it judges every timeout.
-func outcome(err error) adaptive.Verdict {
+func verdict(err error) adaptive.Verdict {
 	if err == nil {
 		return adaptive.Success
 	}

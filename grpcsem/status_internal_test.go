@@ -15,12 +15,16 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/fairsem/semaphore"
+	"github.com/fairsem/semaphore/internal/errs"
 )
 
 // TestRefusal_MapsEveryErrorByTheTable checks each row of the package
 // documentation's table, with the server's and the client's configuration.
 func TestRefusal_MapsEveryErrorByTheTable(t *testing.T) {
-	wrap := func(sentinel error) error { return fmt.Errorf(`limiter "x": admit: %w`, sentinel) }
+	// ended is a limiter's error for a call that ended in o, matching sentinel.
+	ended := func(o semaphore.Outcome, sentinel error) error {
+		return &errs.Error{Subject: errs.Text(`limiter "x"`), Why: sentinel.Error(), Outcome: o, Matches: []error{sentinel}}
+	}
 	cancelled, cancel := context.WithCancel(context.Background())
 	cancel()
 	expired, cancel2 := context.WithDeadline(context.Background(), time.Unix(0, 0))
@@ -34,15 +38,15 @@ func TestRefusal_MapsEveryErrorByTheTable(t *testing.T) {
 		code     codes.Code
 		pushback string
 	}{
-		{"call cancelled", cancelled, wrap(semaphore.ErrQueueFull), codes.Canceled, ""},
-		{"call deadline", expired, wrap(context.DeadlineExceeded), codes.DeadlineExceeded, ""},
-		{"too large", live, wrap(semaphore.ErrTooLarge), codes.ResourceExhausted, "-1"},
-		{"broken", live, wrap(semaphore.ErrBroken), codes.Unavailable, ""},
-		{"queue full", live, wrap(semaphore.ErrQueueFull), codes.Unavailable, jitter},
-		{"shed", live, wrap(semaphore.ErrShed), codes.Unavailable, jitter},
-		{"wait timeout", live, wrap(semaphore.ErrTimedOut), codes.Unavailable, jitter},
-		{"deadline of the timeout", live, wrap(context.DeadlineExceeded), codes.Unavailable, jitter},
+		{"call cancelled", cancelled, ended(semaphore.QueueFull, semaphore.ErrQueueFull), codes.Canceled, ""},
+		{"call deadline", expired, ended(semaphore.TimedOut, context.DeadlineExceeded), codes.DeadlineExceeded, ""},
+		{"too large", live, ended(semaphore.TooLarge, semaphore.ErrTooLarge), codes.ResourceExhausted, "-1"},
+		{"broken", live, ended(semaphore.Broken, semaphore.ErrBroken), codes.Unavailable, ""},
+		{"queue full", live, ended(semaphore.QueueFull, semaphore.ErrQueueFull), codes.Unavailable, jitter},
+		{"shed", live, ended(semaphore.Shed, semaphore.ErrShed), codes.Unavailable, jitter},
+		{"wait timeout", live, ended(semaphore.TimedOut, semaphore.ErrTimedOut), codes.Unavailable, jitter},
 		{"a status", live, fmt.Errorf("wrapped: %w", status.Error(codes.PermissionDenied, "no")), codes.PermissionDenied, ""},
+		{"a sentinel without an outcome", live, fmt.Errorf("wrapped: %w", semaphore.ErrQueueFull), codes.Unknown, ""},
 		{"anything else", live, errors.New("surprise"), codes.Unknown, ""},
 	}
 	server := newConfig([]Option{WithOverloadCode(codes.Unavailable), WithTimeout(time.Second)}, false)
@@ -105,6 +109,39 @@ func TestVerdict_FollowsTheCallsError(t *testing.T) {
 		{status.Error(codes.Unavailable, ""), adaptive.Dropped},
 	}
 	for _, r := range rows {
-		assert.Equal(t, r.want, outcome(r.err), "%v", r.err)
+		assert.Equal(t, r.want, verdict(r.err), "%v", r.err)
+	}
+}
+
+// A shed call also matches ErrQueueFull; its refusal still says shed.
+func TestRefusal_AShedCallIsRefusedAsShedNotAsQueueFull(t *testing.T) {
+	shed := &errs.Error{Subject: errs.Text(`limiter "x"`), Why: "shed", Outcome: semaphore.Shed,
+		Matches: []error{semaphore.ErrShed}}
+	require.ErrorIs(t, shed, semaphore.ErrQueueFull, "the premise: shed matches queue full too")
+	c := newConfig([]Option{WithOverloadCode(codes.Unavailable)}, false)
+	st, _ := c.refusal(context.Background(), shed)
+	assert.Equal(t, codes.Unavailable, st.Code())
+	assert.Equal(t, "grpcsem: overloaded: shed", st.Message())
+}
+
+// A waiting call whose context is cancelled with a cause matching a sentinel is
+// refused as cancelled: the status follows how the call ended, not the cause.
+func TestRefusal_ACancelledCallIsCancelledWhateverItsCause(t *testing.T) {
+	c := newConfig([]Option{WithOverloadCode(codes.Unavailable)}, false)
+	for _, cause := range []error{semaphore.ErrBroken, semaphore.ErrTimedOut, semaphore.ErrQueueFull, semaphore.ErrShed, semaphore.ErrTooLarge} {
+		t.Run(cause.Error(), func(t *testing.T) {
+			s := semaphore.New(1)
+			require.NoError(t, s.Acquire(context.Background(), 1))
+			ctx, cancel := context.WithCancelCause(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- s.Acquire(ctx, 1) }()
+			require.Eventually(t, func() bool { return s.Waiters() == 1 }, 10*time.Second, time.Millisecond)
+			cancel(fmt.Errorf("elsewhere: %w", cause))
+			err := <-done
+			require.ErrorIs(t, err, cause)
+			st, pushback := c.refusal(ctx, err)
+			assert.Equal(t, codes.Canceled, st.Code())
+			assert.Empty(t, pushback)
+		})
 	}
 }

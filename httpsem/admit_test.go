@@ -31,7 +31,7 @@ func TestAdmit_OpIsTheRoutePatternAndThePermitIsInTheContext(t *testing.T) {
 	p := <-seen
 	require.NotNil(t, p)
 	assert.Equal(t, "GET /items/{id}", p.Op())
-	assert.Equal(t, admission.Resources{}, ctrl.Stats().Used, "released after the handler")
+	assert.Equal(t, admission.Resources{}, ctrl.Stats().Held, "released after the handler")
 }
 
 func TestAdmit_OpIsTheMethodWithoutARouteOrFromWithOp(t *testing.T) {
@@ -89,8 +89,8 @@ func TestAdmit_ClientDisconnectingWhileQueuedLeavesTheQueue(t *testing.T) {
 	waitFor(t, func() bool { return ctrl.Stats().Waiters == 0 }, "left the queue")
 	close(h.release)
 	assert.Equal(t, http.StatusOK, (<-first).code)
-	assert.Equal(t, uint64(1), ctrl.Stats().Admitted, "the request that left never ran")
-	assert.Equal(t, admission.Resources{}, ctrl.Stats().Used)
+	assert.Equal(t, uint64(1), ctrl.Stats().Acquired, "the request that left never ran")
+	assert.Equal(t, admission.Resources{}, ctrl.Stats().Held)
 }
 
 func TestAdmit_WaitTimeoutGetsOverloadStatus(t *testing.T) {
@@ -121,7 +121,7 @@ func TestAdmit_NegativeMemoryPanicsAndPanicReleasesThePermit(t *testing.T) {
 	})
 	boom := httpsem.Admit(ctrl)(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic(http.ErrAbortHandler) }))
 	assert.Panics(t, func() { boom.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/", nil)) })
-	assert.Equal(t, admission.Resources{}, ctrl.Stats().Used)
+	assert.Equal(t, admission.Resources{}, ctrl.Stats().Held)
 	rec := httptest.NewRecorder()
 	httpsem.Admit(ctrl)(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok") })).
 		ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))

@@ -21,25 +21,25 @@
 // (1 second by default, WithRetryAfter). A request that cannot be served here
 // at all gets 503 without Retry-After: the semaphore or controller is broken
 // (the server is going away), or the request's weight is larger than the
-// semaphore's capacity (it would never fit). The body is the status text only:
-// error messages, which name the semaphore, stay on the server.
+// semaphore's capacity (it would never fit). The response follows how the wait
+// ended (semaphore.OutcomeOf), not the sentinels the error matches: a request
+// whose context was cancelled with a cause matching ErrBroken is still an
+// overload. The body is the status text only: error messages, which name the
+// semaphore, stay on the server.
 //
-// # Decisions where the issue is silent, and differences from the anchors
-//
-// The anchor is chi's middleware.ThrottleBacklog(limit, backlog, timeout).
+// # Details
 //
 //   - The backlog is the semaphore's own bound, semaphore.WithMaxWaiters (for
 //     Admit, admission.WithMaxWaiters), not a second counter in the
-//     middleware: one place decides, and the same bound holds when the
-//     semaphore is shared with other users. chi counts a separate backlog.
-//   - Waiters are admitted in FIFO order, weights included; chi's tokens are a
-//     channel with no order promise.
+//     middleware, so the same bound holds when the semaphore is shared with
+//     other users.
+//   - Waiters are admitted in FIFO order, weights included.
 //   - The default overload status is 503 (the server is overloaded, not the
-//     client rate-limited); chi answers 429 for everything. Broken and too
-//     large are always 503 without Retry-After.
-//   - Without WithTimeout a request waits as long as its own context allows;
-//     chi's backlog timeout is required. WithTimeout(d) panics for d <= 0: to
-//     refuse at once instead of waiting, bound the queue with WithMaxWaiters(0).
+//     client rate-limited). Broken and too large are always 503 without
+//     Retry-After.
+//   - Without WithTimeout a request waits as long as its own context allows.
+//     WithTimeout(d) panics for d <= 0: to refuse at once instead of waiting,
+//     bound the queue with WithMaxWaiters(0).
 //   - Admit's operation name is the request's ServeMux pattern (r.Pattern) when
 //     the middleware wraps a routed handler, else the method, or WithOp; the
 //     memory estimate is 0 unless WithMemory gives one. The handler finds its

@@ -2,7 +2,6 @@ package httpsem
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"time"
 
@@ -15,11 +14,11 @@ import (
 // gives them back when the handler returns, also when it panics.
 //
 // A request that cannot take its units at once waits in s's FIFO wait list,
-// bounded by s's WithMaxWaiters. It is refused, never left hanging, when the
-// list is full, when WithTimeout passes, when the request's context ends (the
-// client went away), when s is broken, and when its weight exceeds s's
-// capacity; see the package documentation for the responses. Limit panics if s
-// is nil or an option applies only to Admit.
+// bounded by s's WithMaxWaiters. It is refused, never left hanging: with the
+// overload status (503, or WithStatus's) and Retry-After when the list is full,
+// when WithTimeout passes, or when the request's context ends (the client went
+// away); with 503 and no Retry-After when s is broken or the weight exceeds s's
+// capacity. Limit panics if s is nil or an option applies only to Admit.
 func Limit(s *semaphore.Semaphore, opts ...Option) func(http.Handler) http.Handler {
 	if s == nil {
 		panic("httpsem: Limit(nil)")
@@ -59,11 +58,11 @@ func Limit(s *semaphore.Semaphore, opts ...Option) func(http.Handler) http.Handl
 // panics. The handler finds its permit with PermitFrom.
 //
 // A request that cannot be admitted at once waits in ctrl's FIFO queue, bounded
-// by its WithMaxWaiters. It is refused, never left hanging, when the queue
-// is full, when ctrl sheds it, when WithTimeout passes, when the request's
-// context ends, and when ctrl is broken; see the package
-// documentation for the responses. Admit panics if ctrl is nil or an option
-// applies only to Limit.
+// by its WithMaxWaiters. It is refused, never left hanging: with the overload
+// status (503, or WithStatus's) and Retry-After when the queue is full, when
+// ctrl sheds it, when WithTimeout passes, or when the request's context ends;
+// with 503 and no Retry-After when ctrl is broken. Admit panics if ctrl is nil
+// or an option applies only to Limit.
 func Admit(ctrl *admission.Controller, opts ...Option) func(http.Handler) http.Handler {
 	if ctrl == nil {
 		panic("httpsem: Admit(nil)")
@@ -128,13 +127,13 @@ func (c *config) waitContext(r *http.Request) (context.Context, context.CancelFu
 	}
 }
 
-// refuse answers a request that was not admitted: 503 without Retry-After when
-// it can never be served here, the overload status with Retry-After otherwise.
+// refuse answers a request that was not admitted, by how its wait ended
+// (semaphore.OutcomeOf), never by the sentinels err matches, which a context's
+// cause can match too: 503 without Retry-After when it can never be served here
+// (Broken, TooLarge), the overload status with Retry-After otherwise.
 func (c *config) refuse(w http.ResponseWriter, err error) {
 	code := c.status
-	// One check serves Limit and Admit: admission's errors match the core's
-	// sentinels for the meanings they share.
-	if errors.Is(err, semaphore.ErrBroken) || errors.Is(err, semaphore.ErrTooLarge) {
+	if o, _ := semaphore.OutcomeOf(err); o == semaphore.Broken || o == semaphore.TooLarge {
 		code = http.StatusServiceUnavailable
 	} else if v := c.retryAfterValue(); v != "" {
 		w.Header().Set("Retry-After", v)

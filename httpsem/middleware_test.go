@@ -3,6 +3,7 @@ package httpsem_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"net/http"
@@ -318,6 +319,47 @@ func TestTimeout_NeverRefusesARequestThatNeedsNoWait(t *testing.T) {
 			rec := httptest.NewRecorder()
 			mw(ok).ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
 			require.Equal(t, http.StatusOK, rec.Code, name)
+		}
+	}
+}
+
+// A request whose context is cancelled while it waits gets the overload status
+// with Retry-After, whatever sentinel the context's cause matches: the response
+// follows how the wait ended, Cancelled, not the cause.
+func TestRefusal_ACancelledWaitIsAnOverloadWhateverItsCause(t *testing.T) {
+	causes := []error{semaphore.ErrBroken, semaphore.ErrTimedOut, semaphore.ErrQueueFull, semaphore.ErrShed, semaphore.ErrTooLarge}
+	middlewares := map[string]func() (func(http.Handler) http.Handler, func() int, func()){
+		"Limit": func() (func(http.Handler) http.Handler, func() int, func()) {
+			sem := semaphore.New(1)
+			require.NoError(t, sem.Acquire(context.Background(), 1))
+			return httpsem.Limit(sem, httpsem.WithStatus(http.StatusTooManyRequests)), sem.Waiters, func() { sem.Release(1) }
+		},
+		"Admit": func() (func(http.Handler) http.Handler, func() int, func()) {
+			ctrl := admission.New(admission.Resources{Count: 1, Memory: 100})
+			p, err := ctrl.Acquire(context.Background(), "holder", 0)
+			require.NoError(t, err)
+			return httpsem.Admit(ctrl, httpsem.WithStatus(http.StatusTooManyRequests)),
+				func() int { return ctrl.Stats().Waiters }, p.Release
+		},
+	}
+	for name, setup := range middlewares {
+		for _, cause := range causes {
+			t.Run(name+"/"+cause.Error(), func(t *testing.T) {
+				mw, waiters, release := setup()
+				defer release()
+				ctx, cancel := context.WithCancelCause(context.Background())
+				rec := httptest.NewRecorder()
+				served := make(chan struct{})
+				go func() {
+					defer close(served)
+					mw(http.NotFoundHandler()).ServeHTTP(rec, httptest.NewRequest("GET", "/", nil).WithContext(ctx))
+				}()
+				waitFor(t, func() bool { return waiters() == 1 }, "the request waits")
+				cancel(fmt.Errorf("elsewhere: %w", cause))
+				<-served
+				assert.Equal(t, http.StatusTooManyRequests, rec.Code)
+				assert.NotEmpty(t, rec.Header().Get("Retry-After"))
+			})
 		}
 	}
 }

@@ -3,6 +3,11 @@
 # github.com/fairsem/semaphore/xsync/semaphore, with only their import path
 # changed. The test files are taken from the module cache at run time and
 # removed afterwards; nothing of x/sync is kept in this repository.
+#
+# Each test runs 500 times, enough to catch a grant racing a cancellation
+# (TestWeightedAcquireCanceled), except TestWeighted, a hammer paced by sleeps
+# (about 2.5 s a run on two cores), which runs 5 times. Arguments are passed to
+# every `go test`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 XSYNC=golang.org/x/sync@v0.19.0
@@ -13,4 +18,6 @@ for f in semaphore_test.go semaphore_example_test.go; do
 	sed 's#"golang.org/x/sync/semaphore"#"github.com/fairsem/semaphore/xsync/semaphore"#' \
 		"$dir/semaphore/$f" >"$dst/zz_upstream_$f"
 done
-go test -count=1 "$@" ./"$dst"
+tests=$(sed -n 's/^func \(\(Test\|Example\)[A-Za-z0-9_]*\)(.*/\1/p' "$dst"/zz_upstream_*_test.go | grep -vx TestWeighted | paste -sd '|')
+go test -count=500 -run "^($tests)\$" "$@" ./"$dst"
+go test -count=5 -run '^TestWeighted$' "$@" ./"$dst"

@@ -135,9 +135,8 @@ func (a keyedSource) Snapshot() Snapshot {
 }
 
 // controllerSource shows an admission controller by its count resource; memory
-// is among the details. Admission counts refusals for load in one counter, queue
-// full and shed together, so Rejected and Shed are unknown and that counter is
-// among the details; it counts no cancellations.
+// is among the details. Its Rejected, Shed and Cancelled have the core's
+// meanings.
 type controllerSource struct{ c *admission.Controller }
 
 func (a controllerSource) Name() string                    { return a.c.Stats().Name }
@@ -152,25 +151,23 @@ func (a controllerSource) Snapshot() Snapshot {
 	return snap
 }
 
-// controllerUnknown is what admission's Stats do not count in the page's terms.
-const controllerUnknown = CancelledField | RejectedField | ShedField
-
 func controllerSnapshot(st admission.Stats) Snapshot {
 	return Snapshot{
 		Broken:    st.Broken,
 		Capacity:  st.Limits.Count,
-		InUse:     st.Used.Count,
-		Available: max(st.Limits.Count-st.Used.Count, 0),
+		InUse:     st.Held.Count,
+		Available: max(st.Limits.Count-st.Held.Count, 0),
 		Waiters:   st.Waiters + st.MemoryWaiters,
-		Acquired:  st.Admitted,
+		Acquired:  st.Acquired,
 		Queued:    st.QueuedForAdmission + st.QueuedForMemory,
 		TimedOut:  st.TimedOut,
-		Unknown:   controllerUnknown,
+		Cancelled: st.Cancelled,
+		Rejected:  st.Rejected,
+		Shed:      st.Shed,
 		Details: []Detail{
-			{"memory in use", fmt.Sprintf("%d of %d bytes", st.Used.Memory, st.Limits.Memory)},
+			{"memory in use", fmt.Sprintf("%d of %d bytes", st.Held.Memory, st.Limits.Memory)},
 			{"memory borrowed", strconv.FormatInt(st.Borrowed, 10)},
 			{"queued for memory now", strconv.Itoa(st.MemoryWaiters)},
-			{"refused for load (queue full or shed)", strconv.FormatUint(st.Shed, 10)},
 			{"parked permits", strconv.Itoa(st.Inactive)},
 			{"permits needing CPU", strconv.Itoa(st.NeedCPUPermits)},
 			{"killed", strconv.FormatUint(st.Killed, 10)},
@@ -188,8 +185,7 @@ func (a groupSource) Diagnostics(maxLines int) string { return a.g.Diagnostics(m
 
 func (a groupSource) Snapshot() Snapshot {
 	gs := a.g.Stats()
-	snap := Snapshot{Unknown: controllerUnknown}
-	var refused uint64
+	var snap Snapshot
 	for _, m := range gs.Members {
 		ms := controllerSnapshot(m.Stats)
 		snap.Capacity += ms.Capacity
@@ -199,8 +195,10 @@ func (a groupSource) Snapshot() Snapshot {
 		snap.Acquired += ms.Acquired
 		snap.Queued += ms.Queued
 		snap.TimedOut += ms.TimedOut
-		refused += m.Stats.Shed
-		member := fmt.Sprintf("%d shares, count %d/%d, %d queued", m.Shares, m.Used.Count, m.Limits.Count, m.Waiters)
+		snap.Cancelled += ms.Cancelled
+		snap.Rejected += ms.Rejected
+		snap.Shed += ms.Shed
+		member := fmt.Sprintf("%d shares, count %d/%d, %d queued", m.Shares, m.Held.Count, m.Limits.Count, m.Waiters)
 		if ms.Broken {
 			member += ", broken"
 		}
@@ -208,7 +206,6 @@ func (a groupSource) Snapshot() Snapshot {
 	}
 	snap.Details = append(snap.Details,
 		Detail{"memory", fmt.Sprintf("%d bytes, pool %d, lent %d", gs.Total.Memory, gs.Pool, gs.Borrowed)},
-		Detail{"refused for load (queue full or shed)", strconv.FormatUint(refused, 10)},
 		Detail{"bottleneck", gs.Bottleneck})
 	return snap
 }

@@ -130,7 +130,7 @@ func TestKeyedSource_WithoutAGlobalLimitShowsNoLimit(t *testing.T) {
 	assert.NotZero(t, snap.Unknown&QueuedField, "a keyed set does not count the calls that queued")
 
 	r := newRegistry()
-	defer registerPtr(r, set)()
+	defer registerKept(r, set)()
 	_, _, body := get(t, newHandler(r), "/d/?format=text")
 	assert.Regexp(t, `"uploads" +keyed set +no limit +1 +no limit +0 `, body)
 	_, _, body = get(t, newHandler(r), "/d/?format=json")
@@ -164,15 +164,34 @@ func TestSemaphoreSource_CountsCallsAsTheCoreDecided(t *testing.T) {
 // An admission controller counts a full queue and a shed request together: the
 // page shows neither rejected nor shed as a number it does not have, and gives
 // admission's own count among the details.
-func TestControllerSource_LeavesRejectedAndShedUnknown(t *testing.T) {
-	c := admission.New(admission.Resources{Count: 1}, admission.WithName("reads"), admission.WithMaxWaiters(0))
+func TestControllerSource_ShowsCancelledRejectedAndShedUnderTheirOwnNames(t *testing.T) {
+	c := admission.New(admission.Resources{Count: 1}, admission.WithName("reads"), admission.WithMaxWaiters(1))
+	p, err := c.Acquire(context.Background(), "read", 0)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	waited := make(chan error)
+	go func() {
+		_, err := c.Acquire(ctx, "read", 0)
+		waited <- err
+	}()
+	require.Eventually(t, func() bool { return c.Stats().Waiters == 1 }, 10*time.Second, time.Millisecond)
+	_, err = c.Acquire(context.Background(), "read", 0)
+	o, ok := semaphore.OutcomeOf(err)
+	require.True(t, ok)
+	require.Equal(t, semaphore.QueueFull, o)
+	cancel()
+	require.ErrorIs(t, <-waited, context.Canceled)
+	p.Release()
 	snap := sourceOf(c).Snapshot()
-	assert.Equal(t, CancelledField|RejectedField|ShedField, snap.Unknown)
-	assert.Contains(t, snap.Details, Detail{"refused for load (queue full or shed)", "0"})
+	assert.Zero(t, snap.Unknown&(CancelledField|RejectedField|ShedField), "admission counts each of them")
+	assert.Equal(t, uint64(1), snap.Rejected)
+	assert.Equal(t, uint64(1), snap.Cancelled)
+	assert.Zero(t, snap.Shed, "a full queue is a rejection, not a shed")
 	r := newRegistry()
-	defer registerPtr(r, c)()
+	defer registerKept(r, c)()
 	_, _, body := get(t, newHandler(r), "/d/1?format=text")
-	assert.Regexp(t, `\nrejected +- \(-/s\)\nshed +- \(-/s\)\n`, body)
+	assert.Regexp(t, `\nrejected +1 \(`, body)
+	assert.Regexp(t, `\nshed +0 \(`, body)
 }
 
 // A Limiter the page does not know shows its name, its type and its dump, and
@@ -180,7 +199,7 @@ func TestControllerSource_LeavesRejectedAndShedUnknown(t *testing.T) {
 func TestDumpSource_ShowsNameKindAndDumpOnly(t *testing.T) {
 	r := newRegistry()
 	d := &dumper{name: "other"}
-	defer registerPtr(r, d)()
+	defer registerKept(r, d)()
 	h := newHandler(r)
 	_, _, body := get(t, h, "/d/?format=text")
 	assert.Regexp(t, `"other" +semdebug.dumper( +-){11}\n`, body)

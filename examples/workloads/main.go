@@ -107,8 +107,8 @@ func run(w io.Writer, l load) ([]result, error) {
 }
 
 func drained(st admission.Stats) error {
-	if !st.Used.IsZero() || st.CurrentPermits != 0 {
-		return fmt.Errorf("%s: %v still held by %d permits", st.Name, st.Used, st.CurrentPermits)
+	if !st.Held.IsZero() || st.CurrentPermits != 0 {
+		return fmt.Errorf("%s: %v still held by %d permits", st.Name, st.Held, st.CurrentPermits)
 	}
 	return nil
 }

@@ -44,12 +44,13 @@ func NewAdmissionMetrics(meter metric.Meter, ctrl *admission.Controller, opts ..
 	cfg := newConfig("NewAdmissionMetrics", opts)
 	m := &AdmissionMetrics{ctrl: ctrl, name: keyController.String(ctrl.Stats().Name)}
 	var (
-		errs                               [16]error
-		countLimit, countUsage             metric.Int64ObservableUpDownCounter
-		memLimit, memUsage                 metric.Int64ObservableUpDownCounter
+		errs                               [18]error
+		countLimit, countHeld              metric.Int64ObservableUpDownCounter
+		memLimit, memHeld                  metric.Int64ObservableUpDownCounter
 		queueLength, permits               metric.Int64ObservableUpDownCounter
-		admitted, queued, causes, shed     metric.Int64ObservableCounter
-		timedOut, killed, evictions, total metric.Int64ObservableCounter
+		acquired, queued, causes, rejected metric.Int64ObservableCounter
+		shed, timedOut, cancelled          metric.Int64ObservableCounter
+		killed, evictions, total           metric.Int64ObservableCounter
 	)
 	m.wait, errs[0] = meter.Float64Histogram("admission.wait.duration", metric.WithUnit("s"),
 		metric.WithDescription("Time Acquire took through these instruments, per operation and outcome."),
@@ -58,26 +59,30 @@ func NewAdmissionMetrics(meter metric.Meter, ctrl *admission.Controller, opts ..
 		metric.WithDescription("Acquire calls in progress through these instruments, per operation: queued, or being admitted."))
 	countLimit, errs[2] = meter.Int64ObservableUpDownCounter("admission.count.limit", metric.WithUnit("{permit}"),
 		metric.WithDescription("Limit on concurrent permits."))
-	countUsage, errs[3] = meter.Int64ObservableUpDownCounter("admission.count.usage", metric.WithUnit("{permit}"),
+	countHeld, errs[3] = meter.Int64ObservableUpDownCounter("admission.count.held", metric.WithUnit("{permit}"),
 		metric.WithDescription("Count held by permits now (may exceed the limit)."))
 	memLimit, errs[4] = meter.Int64ObservableUpDownCounter("admission.memory.limit", metric.WithUnit("By"),
 		metric.WithDescription("Limit on memory held by permits."))
-	memUsage, errs[5] = meter.Int64ObservableUpDownCounter("admission.memory.usage", metric.WithUnit("By"),
+	memHeld, errs[5] = meter.Int64ObservableUpDownCounter("admission.memory.held", metric.WithUnit("By"),
 		metric.WithDescription("Memory held by permits now (may exceed the limit)."))
 	queueLength, errs[6] = meter.Int64ObservableUpDownCounter("admission.queue.length", metric.WithUnit("{request}"),
 		metric.WithDescription("Requests in a queue now, by admission.queue."))
 	permits, errs[7] = meter.Int64ObservableUpDownCounter("admission.permits", metric.WithUnit("{permit}"),
 		metric.WithDescription("Permits now, by admission.permit.state: all (not yet released), inactive (parked), need_cpu, awaiting."))
-	admitted, errs[8] = meter.Int64ObservableCounter("admission.admitted", metric.WithUnit("{permit}"),
-		metric.WithDescription("Permits admitted, by whether they were admitted without queuing."))
+	acquired, errs[8] = meter.Int64ObservableCounter("admission.acquired", metric.WithUnit("{permit}"),
+		metric.WithDescription("Permits admitted (Acquire and Readmit), by whether they were admitted without queuing."))
 	queued, errs[9] = meter.Int64ObservableCounter("admission.queued", metric.WithUnit("{request}"),
 		metric.WithDescription("Requests that joined a queue, by admission.queue."))
 	causes, errs[10] = meter.Int64ObservableCounter("admission.queue.causes", metric.WithUnit("{request}"),
 		metric.WithDescription("Requests that queued for admission, by the admission.resource that was short."))
-	shed, errs[11] = meter.Int64ObservableCounter("admission.shed", metric.WithUnit("{request}"),
-		metric.WithDescription("Requests refused for overload: queue full, or shed preemptively."))
+	rejected, errs[11] = meter.Int64ObservableCounter("admission.rejected", metric.WithUnit("{request}"),
+		metric.WithDescription("Requests refused at once, the admission queue being full."))
+	shed, errs[16] = meter.Int64ObservableCounter("admission.shed", metric.WithUnit("{request}"),
+		metric.WithDescription("Requests queued, then refused at the head by preemptive shedding."))
 	timedOut, errs[12] = meter.Int64ObservableCounter("admission.timed_out", metric.WithUnit("{request}"),
-		metric.WithDescription("Waits whose context deadline passed."))
+		metric.WithDescription("Requests whose context's deadline passed."))
+	cancelled, errs[17] = meter.Int64ObservableCounter("admission.cancelled", metric.WithUnit("{request}"),
+		metric.WithDescription("Requests whose context was cancelled, whatever its cause."))
 	killed, errs[13] = meter.Int64ObservableCounter("admission.killed", metric.WithUnit("{permit}"),
 		metric.WithDescription("Permits that hit the memory kill limit."))
 	evictions, errs[14] = meter.Int64ObservableCounter("admission.evictions", metric.WithUnit("{permit}"),
@@ -94,31 +99,33 @@ func NewAdmissionMetrics(meter metric.Meter, ctrl *admission.Controller, opts ..
 			return metric.WithAttributes(append([]attribute.KeyValue{m.name}, kv...)...)
 		}
 		o.ObserveInt64(countLimit, st.Limits.Count, with())
-		o.ObserveInt64(countUsage, st.Used.Count, with())
+		o.ObserveInt64(countHeld, st.Held.Count, with())
 		o.ObserveInt64(memLimit, st.Limits.Memory, with())
-		o.ObserveInt64(memUsage, st.Used.Memory, with())
+		o.ObserveInt64(memHeld, st.Held.Memory, with())
 		o.ObserveInt64(queueLength, int64(st.Waiters), with(keyQueue.String("admission")))
 		o.ObserveInt64(queueLength, int64(st.MemoryWaiters), with(keyQueue.String("memory")))
 		o.ObserveInt64(permits, int64(st.CurrentPermits), with(keyPermitKind.String("all")))
 		o.ObserveInt64(permits, int64(st.Inactive), with(keyPermitKind.String("inactive")))
 		o.ObserveInt64(permits, int64(st.NeedCPUPermits), with(keyPermitKind.String("need_cpu")))
 		o.ObserveInt64(permits, int64(st.AwaitingPermits), with(keyPermitKind.String("awaiting")))
-		o.ObserveInt64(admitted, int64(st.AdmittedImmediately), with(keyAdmitNow.Bool(true)))
-		o.ObserveInt64(admitted, int64(st.Admitted-st.AdmittedImmediately), with(keyAdmitNow.Bool(false)))
+		o.ObserveInt64(acquired, int64(st.AcquiredImmediately), with(keyAdmitNow.Bool(true)))
+		o.ObserveInt64(acquired, int64(st.Acquired-st.AcquiredImmediately), with(keyAdmitNow.Bool(false)))
 		o.ObserveInt64(queued, int64(st.QueuedForAdmission), with(keyQueue.String("admission")))
 		o.ObserveInt64(queued, int64(st.QueuedForMemory), with(keyQueue.String("memory")))
 		o.ObserveInt64(causes, int64(st.QueuedBecauseCount), with(keyResource.String("count")))
 		o.ObserveInt64(causes, int64(st.QueuedBecauseMemory), with(keyResource.String("memory")))
 		o.ObserveInt64(causes, int64(st.QueuedBecauseCPU), with(keyResource.String("cpu")))
+		o.ObserveInt64(rejected, int64(st.Rejected), with())
 		o.ObserveInt64(shed, int64(st.Shed), with())
 		o.ObserveInt64(timedOut, int64(st.TimedOut), with())
+		o.ObserveInt64(cancelled, int64(st.Cancelled), with())
 		o.ObserveInt64(killed, int64(st.Killed), with())
 		o.ObserveInt64(evictions, int64(st.PermitEvictions), with(keyEviction.String("demand")))
 		o.ObserveInt64(evictions, int64(st.TimeEvictions), with(keyEviction.String("ttl")))
 		o.ObserveInt64(total, int64(st.TotalPermits), with())
 		return nil
-	}, countLimit, countUsage, memLimit, memUsage, queueLength, permits, admitted, queued, causes, shed,
-		timedOut, killed, evictions, total)
+	}, countLimit, countHeld, memLimit, memHeld, queueLength, permits, acquired, queued, causes, rejected,
+		shed, timedOut, cancelled, killed, evictions, total)
 	if err != nil {
 		return nil, err
 	}
@@ -137,7 +144,7 @@ func (m *AdmissionMetrics) Acquire(ctx context.Context, op string, memory int64,
 	start := time.Now()
 	p, err := m.ctrl.Acquire(ctx, op, memory, opts...)
 	m.wait.Record(context.WithoutCancel(ctx), time.Since(start).Seconds(),
-		metric.WithAttributes(m.name, keyOperation.String(op), keyAdmOutcome.String(admission.OutcomeOf(err))))
+		metric.WithAttributes(m.name, keyOperation.String(op), keyAdmOutcome.String(admission.ResultLabel(err))))
 	m.acquiring.Add(context.WithoutCancel(ctx), -1, opAttr)
 	return p, err
 }

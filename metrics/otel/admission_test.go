@@ -3,6 +3,7 @@ package otel_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -51,15 +52,15 @@ func TestAdmissionMetrics_ObserveStatsAndPerOpWaits(t *testing.T) {
 
 		c := collect(t, reader)
 		assert.Equal(t, 1.0, c.value(t, "admission.count.limit", reads))
-		assert.Equal(t, 1.0, c.value(t, "admission.count.usage", reads))
+		assert.Equal(t, 1.0, c.value(t, "admission.count.held", reads))
 		assert.Equal(t, 1000.0, c.value(t, "admission.memory.limit", reads))
-		assert.Equal(t, 200.0, c.value(t, "admission.memory.usage", reads))
-		assert.Equal(t, "By", c["admission.memory.usage"].Unit)
+		assert.Equal(t, 200.0, c.value(t, "admission.memory.held", reads))
+		assert.Equal(t, "By", c["admission.memory.held"].Unit)
 		assert.Equal(t, 1.0, c.value(t, "admission.queue.length", reads, attribute.String("admission.queue", "admission")))
 		assert.Equal(t, 0.0, c.value(t, "admission.queue.length", reads, attribute.String("admission.queue", "memory")))
 		assert.Equal(t, 2.0, c.value(t, "admission.permits", reads, attribute.String("admission.permit.state", "all")))
-		assert.Equal(t, 2.0, c.value(t, "admission.admitted", reads, attribute.Bool("admission.immediate", true)))
-		assert.Equal(t, 1.0, c.value(t, "admission.admitted", reads, attribute.Bool("admission.immediate", false)))
+		assert.Equal(t, 2.0, c.value(t, "admission.acquired", reads, attribute.Bool("admission.immediate", true)))
+		assert.Equal(t, 1.0, c.value(t, "admission.acquired", reads, attribute.Bool("admission.immediate", false)))
 		assert.Equal(t, 3.0, c.value(t, "admission.queued", reads, attribute.String("admission.queue", "admission")))
 		assert.Equal(t, 3.0, c.value(t, "admission.queue.causes", reads, attribute.String("admission.resource", "count")))
 		assert.Equal(t, 1.0, c.value(t, "admission.timed_out", reads))
@@ -70,13 +71,13 @@ func TestAdmissionMetrics_ObserveStatsAndPerOpWaits(t *testing.T) {
 		op := func(name, outcome string) []attribute.KeyValue {
 			return []attribute.KeyValue{reads, attribute.String("admission.operation", name), attribute.String("admission.outcome", outcome)}
 		}
-		getOK := c.histogram(t, "admission.wait.duration", op("get", "admitted")...)
+		getOK := c.histogram(t, "admission.wait.duration", op("get", "acquired")...)
 		assert.Equal(t, uint64(2), getOK.Count)
 		assert.Equal(t, 0.0, getOK.Sum)
 		getTimedOut := c.histogram(t, "admission.wait.duration", op("get", "timed_out")...)
 		assert.Equal(t, []uint64{0, 1, 0}, getTimedOut.BucketCounts)
 		assert.Equal(t, 2.0, getTimedOut.Sum)
-		scanOK := c.histogram(t, "admission.wait.duration", op("scan", "admitted")...)
+		scanOK := c.histogram(t, "admission.wait.duration", op("scan", "acquired")...)
 		assert.Equal(t, 4.0, scanOK.Sum)
 
 		blocker.Release()
@@ -109,7 +110,7 @@ func TestAdmissionMetrics_OutcomeOfEachFailure(t *testing.T) {
 	held.Release()
 
 	c := collect(t, reader)
-	for _, outcome := range []string{"admitted", "cancelled", "queue_full", "broken"} {
+	for _, outcome := range []string{"acquired", "cancelled", "queue_full", "broken"} {
 		p := c.histogram(t, "admission.wait.duration", reads,
 			attribute.String("admission.operation", "op"), attribute.String("admission.outcome", outcome))
 		assert.Equal(t, uint64(1), p.Count, outcome)
@@ -122,4 +123,34 @@ func TestNewAdmissionMetrics_InvalidBucketsPanic(t *testing.T) {
 	requirePanic(t, "otel: NewAdmissionMetrics: WithBuckets([3 2]): bounds must increase", func() {
 		_, _ = otel.NewAdmissionMetrics(meter, ctrl, otel.WithBuckets(3, 2))
 	})
+}
+
+// A wait cancelled with a cause matching a sentinel is recorded as cancelled:
+// the attribute is the Outcome the call ended in, not the cause.
+func TestAdmissionMetrics_ACancelledWaitIsCancelledWhateverItsCause(t *testing.T) {
+	for _, cause := range []error{semaphore.ErrBroken, semaphore.ErrTimedOut, semaphore.ErrQueueFull, semaphore.ErrShed, semaphore.ErrTooLarge} {
+		t.Run(cause.Error(), func(t *testing.T) {
+			meter, reader := newMeter(t)
+			ctrl := admission.New(admission.Resources{Count: 1, Memory: 100}, admission.WithName("reads"))
+			m, err := otel.NewAdmissionMetrics(meter, ctrl)
+			require.NoError(t, err)
+			held, err := ctrl.Acquire(context.Background(), "holder", 0)
+			require.NoError(t, err)
+			ctx, cancel := context.WithCancelCause(context.Background())
+			done := make(chan error, 1)
+			go func() {
+				_, err := m.Acquire(ctx, "op", 0)
+				done <- err
+			}()
+			require.Eventually(t, func() bool { return ctrl.Stats().Waiters == 1 }, 10*time.Second, time.Millisecond)
+			cancel(fmt.Errorf("elsewhere: %w", cause))
+			require.ErrorIs(t, <-done, cause)
+			held.Release()
+			c := collect(t, reader)
+			p := c.histogram(t, "admission.wait.duration", attribute.String("admission.controller.name", "reads"),
+				attribute.String("admission.operation", "op"), attribute.String("admission.outcome", "cancelled"))
+			assert.Equal(t, uint64(1), p.Count)
+			assert.Equal(t, 1.0, c.value(t, "admission.cancelled", attribute.String("admission.controller.name", "reads")))
+		})
+	}
 }

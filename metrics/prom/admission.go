@@ -26,24 +26,26 @@ type AdmissionCollector struct {
 var (
 	admLabels = []string{"controller"}
 
-	descLimitCount   = prometheus.NewDesc("admission_count_limit", "Limit on concurrent permits.", admLabels, nil)
-	descLimitMemory  = prometheus.NewDesc("admission_memory_limit_bytes", "Limit on memory held by permits.", admLabels, nil)
-	descUsedCount    = prometheus.NewDesc("admission_count_used", "Count held by permits now (may exceed the limit).", admLabels, nil)
-	descUsedMemory   = prometheus.NewDesc("admission_memory_used_bytes", "Memory held by permits now (may exceed the limit).", admLabels, nil)
-	descAdmitted     = prometheus.NewDesc("admission_admitted_total", "Permits admitted, at once or after queuing.", admLabels, nil)
-	descAdmittedNow  = prometheus.NewDesc("admission_admitted_immediately_total", "Permits admitted without queuing.", admLabels, nil)
-	descQueuedTotal  = prometheus.NewDesc("admission_queued_total", "Requests that joined a queue: admission, or memory past the serialize limit.", []string{"controller", "queue"}, nil)
-	descQueuedReason = prometheus.NewDesc("admission_queued_reason_total", "Requests that queued for admission, by the resource that was short.", []string{"controller", "reason"}, nil)
-	descShed         = prometheus.NewDesc("admission_shed_total", "Requests refused for overload: queue full, or shed preemptively.", admLabels, nil)
-	descAdmTimedOut  = prometheus.NewDesc("admission_timed_out_total", "Waits whose context deadline passed.", admLabels, nil)
-	descKilled       = prometheus.NewDesc("admission_killed_total", "Permits that hit the memory kill limit.", admLabels, nil)
-	descEvictions    = prometheus.NewDesc("admission_evictions_total", "Parked permits evicted: for admission, explicitly or on Break (demand), or by their TTL (ttl).", []string{"controller", "reason"}, nil)
-	descPermitsMade  = prometheus.NewDesc("admission_permits_created_total", "Permits ever created (Acquire and Track).", admLabels, nil)
-	descQueueLength  = prometheus.NewDesc("admission_queue_length", "Requests in a queue now.", []string{"controller", "queue"}, nil)
-	descInactive     = prometheus.NewDesc("admission_inactive_permits", "Parked permits now.", admLabels, nil)
-	descPermits      = prometheus.NewDesc("admission_permits", "Permits not yet released, admitted or waiting.", admLabels, nil)
-	descNeedCPU      = prometheus.NewDesc("admission_need_cpu_permits", "Permits holding NeedCPU now.", admLabels, nil)
-	descAwaiting     = prometheus.NewDesc("admission_awaiting_permits", "Permits holding NeedCPU and Await now.", admLabels, nil)
+	descLimitCount     = prometheus.NewDesc("admission_count_limit", "Limit on concurrent permits.", admLabels, nil)
+	descLimitMemory    = prometheus.NewDesc("admission_memory_limit_bytes", "Limit on memory held by permits.", admLabels, nil)
+	descHeldCount      = prometheus.NewDesc("admission_count_held", "Count held by permits now (may exceed the limit).", admLabels, nil)
+	descHeldMemory     = prometheus.NewDesc("admission_memory_held_bytes", "Memory held by permits now (may exceed the limit).", admLabels, nil)
+	descAdmAcquired    = prometheus.NewDesc("admission_acquired_total", "Permits admitted (Acquire and Readmit), at once or after queuing.", admLabels, nil)
+	descAdmAcquiredNow = prometheus.NewDesc("admission_acquired_immediately_total", "Permits admitted without queuing.", admLabels, nil)
+	descQueuedTotal    = prometheus.NewDesc("admission_queued_total", "Requests that joined a queue: admission, or memory past the serialize limit.", []string{"controller", "queue"}, nil)
+	descQueuedReason   = prometheus.NewDesc("admission_queued_reason_total", "Requests that queued for admission, by the resource that was short.", []string{"controller", "reason"}, nil)
+	descAdmRejected    = prometheus.NewDesc("admission_rejected_total", "Requests refused at once, the admission queue being full.", admLabels, nil)
+	descShed           = prometheus.NewDesc("admission_shed_total", "Requests queued, then refused at the head by preemptive shedding.", admLabels, nil)
+	descAdmTimedOut    = prometheus.NewDesc("admission_timed_out_total", "Requests whose context's deadline passed.", admLabels, nil)
+	descAdmCancelled   = prometheus.NewDesc("admission_cancelled_total", "Requests whose context was cancelled, whatever its cause.", admLabels, nil)
+	descKilled         = prometheus.NewDesc("admission_killed_total", "Permits that hit the memory kill limit.", admLabels, nil)
+	descEvictions      = prometheus.NewDesc("admission_evictions_total", "Parked permits evicted: for admission, explicitly or on Break (demand), or by their TTL (ttl).", []string{"controller", "reason"}, nil)
+	descPermitsMade    = prometheus.NewDesc("admission_permits_created_total", "Permits ever created (Acquire and Track).", admLabels, nil)
+	descQueueLength    = prometheus.NewDesc("admission_queue_length", "Requests in a queue now.", []string{"controller", "queue"}, nil)
+	descInactive       = prometheus.NewDesc("admission_inactive_permits", "Parked permits now.", admLabels, nil)
+	descPermits        = prometheus.NewDesc("admission_permits", "Permits not yet released, admitted or waiting.", admLabels, nil)
+	descNeedCPU        = prometheus.NewDesc("admission_need_cpu_permits", "Permits holding NeedCPU now.", admLabels, nil)
+	descAwaiting       = prometheus.NewDesc("admission_awaiting_permits", "Permits holding NeedCPU and Await now.", admLabels, nil)
 )
 
 // NewAdmissionCollector returns a collector for ctrl. It panics if an option has
@@ -76,7 +78,7 @@ func (c *AdmissionCollector) Acquire(ctx context.Context, op string, memory int6
 	g.Inc()
 	start := time.Now()
 	p, err := c.ctrl.Acquire(ctx, op, memory, opts...)
-	c.wait.WithLabelValues(op, admission.OutcomeOf(err)).Observe(time.Since(start).Seconds())
+	c.wait.WithLabelValues(op, admission.ResultLabel(err)).Observe(time.Since(start).Seconds())
 	g.Dec()
 	return p, err
 }
@@ -95,8 +97,9 @@ func (c *AdmissionCollector) Do(ctx context.Context, op string, memory int64, fn
 
 // Describe implements prometheus.Collector.
 func (c *AdmissionCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descLimitCount, descLimitMemory, descUsedCount, descUsedMemory,
-		descAdmitted, descAdmittedNow, descQueuedTotal, descQueuedReason, descShed, descAdmTimedOut,
+	for _, d := range []*prometheus.Desc{descLimitCount, descLimitMemory, descHeldCount, descHeldMemory,
+		descAdmAcquired, descAdmAcquiredNow, descQueuedTotal, descQueuedReason, descAdmRejected, descShed,
+		descAdmTimedOut, descAdmCancelled,
 		descKilled, descEvictions, descPermitsMade, descQueueLength, descInactive, descPermits,
 		descNeedCPU, descAwaiting} {
 		ch <- d
@@ -114,17 +117,19 @@ func (c *AdmissionCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge, counter := prometheus.GaugeValue, prometheus.CounterValue
 	emit(descLimitCount, gauge, float64(st.Limits.Count))
 	emit(descLimitMemory, gauge, float64(st.Limits.Memory))
-	emit(descUsedCount, gauge, float64(st.Used.Count))
-	emit(descUsedMemory, gauge, float64(st.Used.Memory))
-	emit(descAdmitted, counter, float64(st.Admitted))
-	emit(descAdmittedNow, counter, float64(st.AdmittedImmediately))
+	emit(descHeldCount, gauge, float64(st.Held.Count))
+	emit(descHeldMemory, gauge, float64(st.Held.Memory))
+	emit(descAdmAcquired, counter, float64(st.Acquired))
+	emit(descAdmAcquiredNow, counter, float64(st.AcquiredImmediately))
 	emit(descQueuedTotal, counter, float64(st.QueuedForAdmission), "admission")
 	emit(descQueuedTotal, counter, float64(st.QueuedForMemory), "memory")
 	emit(descQueuedReason, counter, float64(st.QueuedBecauseCount), "count")
 	emit(descQueuedReason, counter, float64(st.QueuedBecauseMemory), "memory")
 	emit(descQueuedReason, counter, float64(st.QueuedBecauseCPU), "cpu")
+	emit(descAdmRejected, counter, float64(st.Rejected))
 	emit(descShed, counter, float64(st.Shed))
 	emit(descAdmTimedOut, counter, float64(st.TimedOut))
+	emit(descAdmCancelled, counter, float64(st.Cancelled))
 	emit(descKilled, counter, float64(st.Killed))
 	emit(descEvictions, counter, float64(st.PermitEvictions), "demand")
 	emit(descEvictions, counter, float64(st.TimeEvictions), "ttl")

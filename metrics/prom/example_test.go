@@ -48,13 +48,13 @@ func ExampleNewAdmissionCollector() {
 	_ = c.Do(context.Background(), "scan", 4096, func(context.Context, *admission.Permit) error { return nil })
 
 	err := testutil.GatherAndCompare(reg, strings.NewReader(`
-# HELP admission_admitted_total Permits admitted, at once or after queuing.
-# TYPE admission_admitted_total counter
-admission_admitted_total{controller="reads"} 1
-`), "admission_admitted_total")
+# HELP admission_acquired_total Permits admitted (Acquire and Readmit), at once or after queuing.
+# TYPE admission_acquired_total counter
+admission_acquired_total{controller="reads"} 1
+`), "admission_acquired_total")
 	fmt.Println(err)
-	fmt.Println(testutil.CollectAndCount(c, "admission_wait_duration_seconds"), "wait-time series: scan, admitted")
+	fmt.Println(testutil.CollectAndCount(c, "admission_wait_duration_seconds"), "wait-time series: scan, acquired")
 	// Output:
 	// <nil>
-	// 1 wait-time series: scan, admitted
+	// 1 wait-time series: scan, acquired
 }

@@ -26,8 +26,9 @@
 //   - Waiters are served in strict FIFO order: a large request at the head holds
 //     back the smaller ones behind it, so it is never starved.
 //   - A waiter whose context ends leaves the queue, and the waiters behind it are
-//     granted if they now fit. When the grant and the cancellation race, Acquire
-//     returns ctx.Err() and the units are handed on.
+//     granted if they now fit. A call granted while its context is already done
+//     (cancelled before the Release that granted it, or racing it) returns
+//     ctx.Err() and hands the units on to the waiters behind, as x/sync does.
 //   - TryAcquire never blocks and never jumps the queue.
 //   - Release panics when it would release more than is held.
 //   - Every size from 0 to math.MaxInt64 is counted exactly, unit for unit, and
@@ -62,9 +63,9 @@
 // context, a bounded wait list (WithMaxWaiters), Resize, Consume, Stats, or
 // Units that release themselves idempotently.
 //
-// # Decisions and differences from x/sync
+// # Where it says more than x/sync
 //
-// x/sync leaves these cases undocumented; this package takes a side:
+// x/sync leaves these cases undocumented; this package answers them:
 //
 //   - NewWeighted panics for a negative size, and Acquire, TryAcquire and
 //     Release panic for a negative n. x/sync accepts them and corrupts its

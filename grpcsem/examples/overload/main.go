@@ -9,7 +9,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -118,7 +117,7 @@ type peakLimiter struct {
 
 func (p *peakLimiter) Admit(ctx context.Context, call grpcsem.Call) (grpcsem.Token, error) {
 	tok, err := p.Limiter.Admit(ctx, call)
-	if errors.Is(err, semaphore.ErrQueueFull) {
+	if o, _ := semaphore.OutcomeOf(err); err != nil && o == semaphore.QueueFull {
 		p.mu.Lock()
 		if p.diag == "" {
 			p.diag = p.sem.Diagnostics(10)
