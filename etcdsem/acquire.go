@@ -35,6 +35,9 @@ import (
 // It panics if n is negative or above semaphore.MaxUnits.
 func (s *Semaphore) Acquire(ctx context.Context, n int64) (*Units, error) {
 	s.checkUnits("Acquire", n)
+	if s.blocks != nil && !isBlockRequest(ctx) {
+		return s.blocks.acquire(ctx, n) // block mode: see WithBlocks
+	}
 	start := time.Now()
 	if ctx.Err() != nil {
 		return nil, s.waitError(ctx, acquireCall(n), start)

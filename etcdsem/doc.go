@@ -112,6 +112,62 @@
 // rejects writes carrying a token lower than the highest it has seen rejects a
 // stale holder.
 //
+// # Block mode
+//
+// With WithBlocks(size), a handle takes units from etcd in blocks and grants
+// them to its own callers locally: an Acquire that finds units free in the
+// handle's blocks, with none of its callers waiting, costs no RPC. Plain mode
+// fits few holders and strict FIFO across the fleet; block mode fits many
+// grants per second per process.
+//
+//   - A block is an acquire like any other: one key in the queue, under the
+//     handle's lease, whose weight is the block's units. The rule above grants
+//     it, so the blocks granted fit the capacity at every revision, and the
+//     handle grants its callers at most the units of its blocks (the ledger
+//     in fairshare.go: units leave local use before a key's weight drops, and
+//     enter it after the key is granted). Hence the callers of every handle
+//     hold at most the capacity, at every moment.
+//   - Blocks follow demand. A handle asks for one block at a time, when its
+//     callers wait: enough for them, at least size units. It gives units back
+//     (lowering a block's weight in place, or deleting it at 0; a holder is
+//     never revoked) when they are found free at two checks a second apart,
+//     and at once when another handle waits in etcd, a shrinking Resize
+//     leaves the fleet over the capacity, or the semaphore is broken. Under
+//     contention every handle keeps its max-min fair share of the demand it
+//     sees (its callers' units held and waited for; another handle's keys),
+//     giving back the excess as its callers release it; a key that heads the
+//     queue for a second gets every unit the handles free, so no request
+//     starves, whatever its size.
+//   - Lost: every block of a handle is on its lease, whose loss is declared
+//     before the server can expire it (above). When any block of a handle is
+//     lost, Lost closes for every holder of the handle's blocks at that
+//     moment, its waiters fail with ErrLost, and the handle starts again with
+//     no blocks.
+//   - Fencing: Units.Token is the create revision of the newest block the
+//     handle has held, and Units.Sequence numbers the handle's grants. A block
+//     is granted only while every earlier key is granted (the granted keys are
+//     a prefix of the queue), so a block's key is newer than every block
+//     granted before it anywhere: the units a handle grants were last held
+//     under an older block of any handle, or earlier under the same token with
+//     a lower sequence. So (Token, Sequence), compared in that order, orders
+//     a holder after every earlier holder of its units; in plain mode
+//     Sequence is 0.
+//   - Order: within a handle, callers are granted in FIFO order, a large
+//     request holding back smaller ones behind it, as in-process. Across
+//     handles, blocks are granted in the queue's FIFO order, and a handle's
+//     callers are served from the blocks it holds: a caller of one handle can
+//     be served before an earlier caller of another handle that is waiting for
+//     a block.
+//   - Administration sees the blocks: Stats and semctl show each block as a
+//     holder with its handle's client name; Break fails the handles' waiting
+//     callers and later acquires with ErrBroken at the revision their watches
+//     deliver it, and the handles give units back as their holders release
+//     them, so Break then Drain is still the shutdown; Resize shrinks blocks
+//     as their units come free.
+//   - TryAcquire takes free units of the handle's blocks when none of its
+//     callers waits; with none free it asks etcd for a block without queueing
+//     (max(n, size) units, then n).
+//
 // # Differences from the in-process semaphore, and why
 //
 //   - Methods take a context and may fail with an RPC error: etcd may be

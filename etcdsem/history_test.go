@@ -20,6 +20,14 @@ import (
 type grantLog struct {
 	mu     sync.Mutex
 	grants []clientGrant
+	local  []localGrant // block mode's grants, which have no key of their own
+}
+
+// localGrant is a block-mode grant: the block token and the handle's
+// sequence number, its fencing token.
+type localGrant struct {
+	handle     *blockPool
+	token, seq int64
 }
 
 type clientGrant struct {
@@ -30,6 +38,12 @@ type clientGrant struct {
 }
 
 func (g *grantLog) add(u *Units) {
+	if u.local != nil {
+		g.mu.Lock()
+		g.local = append(g.local, localGrant{handle: u.local.p, token: u.token, seq: u.local.seq})
+		g.mu.Unlock()
+		return
+	}
 	u.s.mu.Lock()
 	c := clientGrant{key: u.r.key, token: u.token, n: u.r.n, grantRev: u.r.grantRev}
 	u.s.mu.Unlock()
@@ -206,12 +220,41 @@ func checkHistory(t *testing.T, cli *clientv3.Client, name string, log *grantLog
 			t.Errorf("client grant of %s at revision %d: no such revision in the history", g.key, rev)
 		}
 	}
+	granted := map[int64]bool{}
 	for key, gs := range grantedAt {
 		created := map[int64]bool{}
 		for _, g := range gs {
 			assert.False(t, created[g[0]], "no double grant: %s (token %d) granted twice", key, g[0])
 			created[g[0]] = true
+			granted[g[0]] = true
 		}
 	}
+	if log != nil {
+		checkLocalGrants(t, log, granted)
+	}
 	return grants
+}
+
+// checkLocalGrants checks block mode's grants against the history: each one's
+// token is the create revision of a key the rule granted (a block), and on
+// each handle the fencing tokens (Token, Sequence) increase with the sequence,
+// which numbers the handle's grants in the order made.
+func checkLocalGrants(t *testing.T, log *grantLog, granted map[int64]bool) {
+	t.Helper()
+	log.mu.Lock()
+	defer log.mu.Unlock()
+	byHandle := map[*blockPool][]localGrant{}
+	for _, g := range log.local {
+		if g.token != 0 { // 0: a grant of 0 units before the handle had any block
+			assert.True(t, granted[g.token], "local grant %d of token %d: no block of that token was granted", g.seq, g.token)
+		}
+		byHandle[g.handle] = append(byHandle[g.handle], g)
+	}
+	for _, gs := range byHandle {
+		sort.Slice(gs, func(i, j int) bool { return gs[i].seq < gs[j].seq })
+		for i := 1; i < len(gs); i++ {
+			assert.Less(t, gs[i-1].seq, gs[i].seq, "no two local grants share a sequence number")
+			assert.LessOrEqual(t, gs[i-1].token, gs[i].token, "fencing order: grant %d has token %d after grant %d had %d", gs[i].seq, gs[i].token, gs[i-1].seq, gs[i-1].token)
+		}
+	}
 }

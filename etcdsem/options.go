@@ -14,6 +14,7 @@ type config struct {
 	capacity  int64         // created if absent when hasCap
 	hasCap    bool
 	clientTag string // shown in Stats for this handle's keys
+	blockSize int64  // block mode when positive (WithBlocks)
 }
 
 // WithTTL sets the TTL of the handle's lease (default 10s), rounded up to whole

@@ -32,6 +32,7 @@ type Semaphore struct {
 	name      string
 	keyLayout // where the keys are; see keys.go
 	cfg       config
+	blocks    *blockPool // block mode's callers and blocks; nil in plain mode
 	stopWatch context.CancelFunc
 	bgCtx     context.Context // done when the handle closes
 	wg        sync.WaitGroup  // the watch goroutine and background key deletions
@@ -101,6 +102,9 @@ func New(ctx context.Context, cli *clientv3.Client, name string, opts ...Option)
 	s.stopWatch, s.bgCtx = cancel, wctx
 	s.wg.Add(1)
 	go s.watch(wctx)
+	if cfg.blockSize > 0 {
+		s.blocks = newBlockPool(s, cfg.blockSize)
+	}
 	return s, nil
 }
 

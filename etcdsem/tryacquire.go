@@ -25,6 +25,9 @@ import (
 // watch sees it. It panics if n is negative or above semaphore.MaxUnits.
 func (s *Semaphore) TryAcquire(ctx context.Context, n int64) (*Units, bool, error) {
 	s.checkUnits("TryAcquire", n)
+	if s.blocks != nil && !isBlockRequest(ctx) {
+		return s.blocks.tryAcquire(ctx, n) // block mode: see WithBlocks
+	}
 	start := time.Now()
 	if ctx.Err() != nil {
 		return nil, false, s.waitError(ctx, tryCall(n), start)

@@ -14,19 +14,25 @@ import (
 // the handle, or their loss, which Lost reports.
 type Units struct {
 	s     *Semaphore
-	r     *request
-	token int64 // fixed: the key's create revision
+	r     *request   // plain mode: the key; nil in block mode
+	local *localHold // block mode: the local grant; nil in plain mode
+	token int64      // fixed: the key's create revision; in block mode, see Sequence
 }
 
 // Token returns the fencing token: the create revision of the units' key.
 // Tokens increase with every grant across the cluster, so a resource that
 // remembers the highest token it has seen can reject a write from a holder that
-// lost its units to a later one.
+// lost its units to a later one. In block mode it is the create revision of
+// the newest block the handle has held, and Sequence orders the grants of one
+// token.
 func (u *Units) Token() int64 { return u.token }
 
 // Count returns the units held: those acquired, less those returned; 0 after
 // Release, loss or the handle's Close.
 func (u *Units) Count() int64 {
+	if u.local != nil {
+		return u.local.count()
+	}
 	u.s.mu.Lock()
 	defer u.s.mu.Unlock()
 	if u.r.state != stateHeld && u.r.state != stateReleasing {
@@ -40,10 +46,21 @@ func (u *Units) Count() int64 {
 // so before anyone else can be granted these units), it expired or was revoked,
 // or the key was deleted by someone else. It is never closed by Release or by
 // the handle's Close.
-func (u *Units) Lost() <-chan struct{} { return u.r.lost }
+//
+// In block mode it closes when any block of the handle is lost, for every
+// holder of the handle's blocks at once.
+func (u *Units) Lost() <-chan struct{} {
+	if u.local != nil {
+		return u.local.ep.lost
+	}
+	return u.r.lost
+}
 
 // Err returns why the units were lost (an error wrapping ErrLost), or nil.
 func (u *Units) Err() error {
+	if u.local != nil {
+		return u.local.err(u)
+	}
 	u.s.mu.Lock()
 	defer u.s.mu.Unlock()
 	if u.r.state != stateLost {
@@ -59,9 +76,13 @@ func (u *Units) Err() error {
 // the caller learns its critical section may not have been exclusive), and
 // the RPC error if etcd could not be reached (retry, or let the lease expire).
 // Releasing after the handle's Close returns nil: Close gave the units back.
+// In block mode it gives the units back to the handle's blocks, with no RPC.
 func (u *Units) Release(ctx context.Context) error {
 	if u == nil {
 		return nil
+	}
+	if u.local != nil {
+		return u.local.release(u)
 	}
 	s, r := u.s, u.r
 	s.mu.Lock()
@@ -114,6 +135,9 @@ func (u *Units) Release(ctx context.Context) error {
 // the handle's Close it returns nil, as Release does. It panics if m is
 // negative.
 func (u *Units) Return(ctx context.Context, m int64) error {
+	if u.local != nil {
+		return u.local.ret(u, m)
+	}
 	s, r := u.s, u.r
 	s.checkUnits("Units.Return", m)
 	c := tokenCall("return", m, u.token)

@@ -209,6 +209,54 @@ func status(ctx context.Context, out io.Writer, cli *clientv3.Client, s *etcdsem
 	for i, e := range st.Waiters {
 		fmt.Fprintf(tw, "waiter %d\t%d\t%v\t%d\t\t%s\t%s\n", i+1, e.Units, e.Age.Round(time.Millisecond), e.Token, e.Client, e.Key)
 	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return handles(out, st)
+}
+
+// handles prints one line per handle (one lease: a process's handle), in the
+// order of its oldest key: the keys it holds (in block mode, its blocks) and
+// those it waits with.
+func handles(out io.Writer, st etcdsem.Stats) error {
+	type handle struct {
+		client         string
+		keys, waiting  int
+		held, awaiting int64
+	}
+	by := map[int64]*handle{}
+	var leases []int64
+	add := func(e etcdsem.Entry, waiting bool) {
+		h := by[e.Lease]
+		if h == nil {
+			h = &handle{client: e.Client}
+			by[e.Lease] = h
+			leases = append(leases, e.Lease)
+		}
+		if waiting {
+			h.waiting++
+			h.awaiting += e.Units
+		} else {
+			h.keys++
+			h.held += e.Units
+		}
+	}
+	for _, e := range st.Holders {
+		add(e, false)
+	}
+	for _, e := range st.Waiters {
+		add(e, true)
+	}
+	if len(leases) == 0 {
+		return nil
+	}
+	fmt.Fprintf(out, "%d handles (processes; a block-mode handle holds its units as blocks):\n", len(leases))
+	tw := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "\tCLIENT\tLEASE\tKEYS\tUNITS\tWAITING KEYS\tWAITING UNITS")
+	for _, l := range leases {
+		h := by[l]
+		fmt.Fprintf(tw, "handle\t%s\t%x\t%d\t%d\t%d\t%d\n", h.client, l, h.keys, h.held, h.waiting, h.awaiting)
+	}
 	return tw.Flush()
 }
 

@@ -53,6 +53,7 @@ func TestSemctl_StatusResizeBreakRepairWatch(t *testing.T) {
 	out := semctl("status", "jobs")
 	assert.Contains(t, out, "capacity 2, 2 units held by 1 holders, 0 waiters")
 	assert.Contains(t, out, "worker-1")
+	assert.Regexp(t, `1 handles .*\n.*\nhandle +worker-1 +[0-9a-f]+ +1 +2 +0 +0`, out, "one line per handle")
 	assert.Contains(t, semctl("resize", "jobs", "1"), "capacity set to 1")
 	out = semctl("status", "jobs")
 	assert.Contains(t, out, "capacity 1, 2 units held", "shrinking never revokes holders")
@@ -81,6 +82,35 @@ func TestSemctl_StatusResizeBreakRepairWatch(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, rep.Violations, "the history keeps capacity and FIFO at every revision")
 	assert.Equal(t, 1, rep.Grants)
+}
+
+// A block-mode handle's blocks are its keys: status shows them per handle.
+func TestSemctl_StatusShowsEachHandlesBlocks(t *testing.T) {
+	ep := startEtcd(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{ep}, Logger: zap.NewNop()})
+	require.NoError(t, err)
+	defer cli.Close()
+	a, err := etcdsem.New(ctx, cli, "jobs", etcdsem.WithCapacity(8), etcdsem.WithBlocks(3), etcdsem.WithClientName("blocks-a"))
+	require.NoError(t, err)
+	defer a.Close()
+	b, err := etcdsem.New(ctx, cli, "jobs", etcdsem.WithBlocks(2), etcdsem.WithClientName("blocks-b"))
+	require.NoError(t, err)
+	defer b.Close()
+	var us []*etcdsem.Units
+	for _, s := range []*etcdsem.Semaphore{a, a, b} {
+		u, err := s.Acquire(ctx, 1)
+		require.NoError(t, err)
+		us = append(us, u)
+	}
+	var out strings.Builder
+	require.NoError(t, run(ctx, &out, []string{"-endpoints", ep, "status", "jobs"}))
+	assert.Regexp(t, `handle +blocks-a +[0-9a-f]+ +1 +3 +0 +0`, out.String(), "a's callers share one block of 3")
+	assert.Regexp(t, `handle +blocks-b +[0-9a-f]+ +1 +2 +0 +0`, out.String())
+	for _, u := range us {
+		require.NoError(t, u.Release(ctx))
+	}
 }
 
 // Names that end in "/", nest or hold any character are semaphores of their

@@ -1,0 +1,87 @@
+package etcdsem
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/fairsem/semaphore"
+)
+
+// Block mode's errors, built in this one place with the package's error
+// helpers: they read, match and carry outcomes as plain mode's do.
+
+// A blockCall is what a block-mode acquire asked for.
+type blockCall struct {
+	try bool // TryAcquire; Acquire otherwise
+	n   int64
+}
+
+func (c blockCall) call() call {
+	if c.try {
+		return tryCall(c.n)
+	}
+	return acquireCall(c.n)
+}
+
+// A waitEnd is why the pool ended a caller's wait.
+type waitEnd struct {
+	broken   bool   // the semaphore was broken, for reason
+	reason   string // why it was broken
+	shrunk   bool   // the capacity shrank below the request, to capacity
+	capacity int64
+	cause    error // otherwise: a block was lost (ErrLost) or the handle closed (ErrClosed)
+}
+
+func (p *blockPool) errClosed(c blockCall) error { return p.s.closedError(c.call()) }
+
+func (p *blockPool) errWait(ctx context.Context, c blockCall, start time.Time) error {
+	return p.s.waitError(ctx, c.call(), start)
+}
+
+func (p *blockPool) errRPC(ctx context.Context, c blockCall, start time.Time, err error) error {
+	return p.s.rpcError(ctx, c.call(), start, err)
+}
+
+func (p *blockPool) errBroken(c blockCall, reason string) error {
+	return p.s.brokenError(c.call(), reason)
+}
+
+func (p *blockPool) errTooLarge(c blockCall, capacity int64) error {
+	return p.s.tooLargeError(c.call(), capacity)
+}
+
+// errEnded is the error of a caller whose wait the pool ended.
+func (p *blockPool) errEnded(c blockCall, e *waitEnd) error {
+	switch {
+	case e.broken:
+		return p.errBroken(c, e.reason)
+	case e.shrunk:
+		return p.s.fail(c.call(), semaphore.TooLarge, "capacity shrunk to "+strconv.FormatInt(e.capacity, 10)+": "+semaphore.ErrTooLarge.Error(),
+			semaphore.ErrTooLarge)
+	}
+	return p.s.fail(c.call(), nil, e.cause.Error(), e.cause)
+}
+
+// errHold is the error of op ("release", "return") on n units of a local
+// grant of token, or of "units" (Units.Err) when n < 0, lost with cause.
+func errHold(u *Units, op string, n int64, cause error) error {
+	c := opCall("units of token " + strconv.FormatInt(u.token, 10))
+	if n >= 0 {
+		c = tokenCall(op, n, u.token)
+	}
+	return u.s.fail(c, nil, cause.Error(), cause)
+}
+
+// errInsufficient is the error of a Return of m units of a local grant of
+// token that holds fewer.
+func errInsufficient(u *Units, m, held int64) error {
+	return u.s.fail(tokenCall("return", m, u.token), nil,
+		strconv.FormatInt(held, 10)+" held: "+semaphore.ErrInsufficientUnits.Error(), semaphore.ErrInsufficientUnits)
+}
+
+// blockLost is the cause of a loss of the block of token.
+func blockLost(token int64, cause error) error {
+	return fmt.Errorf("block of token %d: %w", token, cause)
+}

@@ -1,0 +1,501 @@
+package etcdsem
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"github.com/fairsem/semaphore"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	require.Eventually(t, cond, 20*time.Second, 5*time.Millisecond, what)
+}
+
+func TestBlocks_GrantsLocallyFromOneBlock(t *testing.T) {
+	ep := sharedEndpoint(t)
+	name := testName(t)
+	log := &grantLog{}
+	checkHistoryAtEnd(t, ep, name, log)
+	s := newSem(t, newClient(t, ep), name, WithCapacity(8), WithBlocks(4))
+	ctx := testCtx(t, 20*time.Second)
+
+	var us []*Units
+	for range 4 {
+		u, err := s.Acquire(ctx, 1)
+		require.NoError(t, err)
+		log.add(u)
+		us = append(us, u)
+	}
+	st, err := s.Stats(ctx)
+	require.NoError(t, err)
+	require.Len(t, st.Holders, 1, "four grants of one unit come from one block of 4")
+	assert.Equal(t, int64(4), st.Holders[0].Units)
+	for i, u := range us {
+		assert.Equal(t, st.Holders[0].Token, u.Token(), "the token names the block")
+		assert.Equal(t, int64(1), u.Count())
+		if i > 0 {
+			assert.Greater(t, u.Sequence(), us[i-1].Sequence())
+		}
+	}
+	for _, u := range us {
+		require.NoError(t, u.Release(ctx))
+		assert.Zero(t, u.Count())
+		require.NoError(t, u.Release(ctx), "Release is idempotent")
+	}
+}
+
+// blockUnits returns the units of s's blocks as etcd holds them (their keys'
+// weights), from s's mirror once it has caught up.
+func blockUnits(t *testing.T, s *Semaphore) (held int64, blocks int) {
+	t.Helper()
+	st, err := s.Stats(testCtx(t, 10*time.Second))
+	require.NoError(t, err)
+	for _, e := range st.Holders {
+		if e.Client == s.cfg.clientTag {
+			held += e.Units
+			blocks++
+		}
+	}
+	return held, blocks
+}
+
+func TestBlocks_AnotherHandleWaitingGetsTheFreeUnitsAtOnce(t *testing.T) {
+	ep := sharedEndpoint(t)
+	name := testName(t)
+	log := &grantLog{}
+	checkHistoryAtEnd(t, ep, name, log)
+	a := newSem(t, newClient(t, ep), name, WithCapacity(4), WithBlocks(4), WithClientName("a"))
+	b := newSem(t, newClient(t, ep), name, WithBlocks(4), WithClientName("b"))
+	ctx := testCtx(t, 20*time.Second)
+
+	ua, err := a.Acquire(ctx, 1)
+	require.NoError(t, err)
+	log.add(ua)
+	held, _ := blockUnits(t, a)
+	require.Equal(t, int64(4), held, "a took a whole block")
+	bctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	ub, err := b.Acquire(bctx, 3) // waits in etcd until a gives its 3 free units back
+	if err != nil {
+		t.Log(a.debugState(), a.blocks.debugState(), b.debugState(), b.blocks.debugState())
+	}
+	require.NoError(t, err)
+	log.add(ub)
+	held, _ = blockUnits(t, a)
+	assert.Equal(t, int64(1), held, "a kept the unit its caller holds")
+	assert.Equal(t, int64(1), ua.Count(), "a's holder was not revoked")
+	assert.Greater(t, ub.Token(), ua.Token(), "b's block orders after a's")
+	require.NoError(t, ua.Release(ctx))
+	require.NoError(t, ub.Release(ctx))
+}
+
+func TestBlocks_IdleUnitsGoBack(t *testing.T) {
+	ep := sharedEndpoint(t)
+	name := testName(t)
+	log := &grantLog{}
+	checkHistoryAtEnd(t, ep, name, log)
+	s := newSem(t, newClient(t, ep), name, WithCapacity(4), WithBlocks(2))
+	ctx := testCtx(t, 20*time.Second)
+	u, err := s.Acquire(ctx, 1)
+	require.NoError(t, err)
+	log.add(u)
+	require.NoError(t, u.Release(ctx))
+	waitFor(t, "the idle block goes back", func() bool {
+		held, _ := blockUnits(t, s)
+		return held == 0
+	})
+}
+
+func TestBlocks_BreakFailsWaitersAndDrainEnds(t *testing.T) {
+	ep := sharedEndpoint(t)
+	name := testName(t)
+	log := &grantLog{}
+	checkHistoryAtEnd(t, ep, name, log)
+	s := newSem(t, newClient(t, ep), name, WithCapacity(2), WithBlocks(2))
+	admin := newSem(t, newClient(t, ep), name)
+	ctx := testCtx(t, 20*time.Second)
+	u, err := s.Acquire(ctx, 2)
+	require.NoError(t, err)
+	log.add(u)
+	waitErr := make(chan error, 1)
+	go func() {
+		_, err := s.Acquire(ctx, 1)
+		waitErr <- err
+	}()
+	waitFor(t, "the caller waits", func() bool { return s.blocks.nwait.Load() == 1 })
+
+	require.NoError(t, admin.Break(ctx, errors.New("maintenance")))
+	err = <-waitErr
+	assert.ErrorIs(t, err, semaphore.ErrBroken)
+	assert.ErrorContains(t, err, "maintenance")
+	_, err = s.Acquire(ctx, 1)
+	assert.ErrorIs(t, err, semaphore.ErrBroken, "a later acquire fails too")
+
+	drained := make(chan error, 1)
+	go func() { drained <- admin.Drain(ctx) }()
+	select {
+	case err := <-drained:
+		t.Fatalf("Drain returned %v while a caller holds units", err)
+	default:
+	}
+	assert.Equal(t, int64(2), u.Count(), "holders keep their units while broken")
+	require.NoError(t, u.Release(ctx))
+	require.NoError(t, <-drained, "the released units go back to etcd, so Drain ends")
+	require.NoError(t, admin.Repair(ctx))
+	u, err = s.Acquire(ctx, 1)
+	require.NoError(t, err, "Repair lets acquires in again")
+	log.add(u)
+	require.NoError(t, u.Release(ctx))
+}
+
+func TestBlocks_ResizeShrinksBlocksWithoutRevoking(t *testing.T) {
+	ep := sharedEndpoint(t)
+	name := testName(t)
+	log := &grantLog{}
+	checkHistoryAtEnd(t, ep, name, log)
+	s := newSem(t, newClient(t, ep), name, WithCapacity(4), WithBlocks(4))
+	ctx := testCtx(t, 20*time.Second)
+	var us []*Units
+	for range 3 {
+		u, err := s.Acquire(ctx, 1)
+		require.NoError(t, err)
+		log.add(u)
+		us = append(us, u)
+	}
+	require.NoError(t, s.Resize(ctx, 2))
+	waitFor(t, "the free unit goes back", func() bool {
+		held, _ := blockUnits(t, s)
+		return held == 3
+	})
+	for _, u := range us {
+		assert.Equal(t, int64(1), u.Count(), "no holder is revoked")
+	}
+	require.NoError(t, us[0].Release(ctx))
+	if !assert.Eventually(t, func() bool {
+		held, _ := blockUnits(t, s)
+		return held == 2
+	}, 10*time.Second, 5*time.Millisecond, "units coming back go back until the blocks fit") {
+		t.Log(s.debugState(), s.blocks.debugState())
+	}
+	_, err := s.Acquire(ctx, 3)
+	assert.ErrorIs(t, err, semaphore.ErrTooLarge)
+	for _, u := range us[1:] {
+		require.NoError(t, u.Release(ctx))
+	}
+}
+
+func TestBlocks_CloseFailsWaitersAndReleaseAfterIsNil(t *testing.T) {
+	ep := sharedEndpoint(t)
+	name := testName(t)
+	log := &grantLog{}
+	checkHistoryAtEnd(t, ep, name, log)
+	cli := newClient(t, ep)
+	s, err := New(testCtx(t, 10*time.Second), cli, name, WithCapacity(1), WithBlocks(1))
+	require.NoError(t, err)
+	ctx := testCtx(t, 20*time.Second)
+	u, err := s.Acquire(ctx, 1)
+	require.NoError(t, err)
+	log.add(u)
+	waitErr := make(chan error, 1)
+	go func() {
+		_, err := s.Acquire(ctx, 1)
+		waitErr <- err
+	}()
+	waitFor(t, "the caller waits", func() bool { return s.blocks.nwait.Load() == 1 })
+	require.NoError(t, s.Close())
+	assert.ErrorIs(t, <-waitErr, ErrClosed)
+	assert.NoError(t, u.Release(ctx), "Close gave the units back")
+	assert.Zero(t, u.Count())
+	select {
+	case <-u.Lost():
+		t.Fatal("Close closed Lost")
+	default:
+	}
+	assert.NoError(t, u.Err())
+	_, err = s.Acquire(ctx, 1)
+	assert.ErrorIs(t, err, ErrClosed)
+	_, _, err = s.TryAcquire(ctx, 1)
+	assert.ErrorIs(t, err, ErrClosed)
+	assert.True(t, noQueueKeys(t, cli, name), "Close revoked the lease of the blocks")
+}
+
+func TestBlocks_TryAcquireTakesABlockWithoutQueueing(t *testing.T) {
+	ep := sharedEndpoint(t)
+	name := testName(t)
+	log := &grantLog{}
+	checkHistoryAtEnd(t, ep, name, log)
+	a := newSem(t, newClient(t, ep), name, WithCapacity(3), WithBlocks(2))
+	b := newSem(t, newClient(t, ep), name, WithBlocks(2))
+	ctx := testCtx(t, 20*time.Second)
+	u, ok, err := a.TryAcquire(ctx, 1)
+	require.NoError(t, err)
+	require.True(t, ok)
+	log.add(u)
+	held, blocks := blockUnits(t, a)
+	assert.Equal(t, int64(2), held, "TryAcquire took a block of the block size")
+	assert.Equal(t, 1, blocks)
+	u2, ok, err := a.TryAcquire(ctx, 1)
+	require.NoError(t, err)
+	require.True(t, ok, "the block's other unit is free")
+	log.add(u2)
+	_, ok, err = b.TryAcquire(ctx, 2)
+	require.NoError(t, err)
+	assert.False(t, ok, "one unit is left in the fleet")
+	assert.Zero(t, waiters(t, a), "a failed TryAcquire leaves no key")
+	u3, ok, err := b.TryAcquire(ctx, 1)
+	require.NoError(t, err)
+	require.True(t, ok, "a block of the one unit left")
+	log.add(u3)
+	_, _, err = b.TryAcquire(ctx, 4)
+	assert.ErrorIs(t, err, semaphore.ErrTooLarge)
+	for _, x := range []*Units{u, u2, u3} {
+		require.NoError(t, x.Release(ctx))
+	}
+}
+
+func TestBlocks_ReturnGivesBackPartOfALocalGrant(t *testing.T) {
+	ep := sharedEndpoint(t)
+	name := testName(t)
+	log := &grantLog{}
+	checkHistoryAtEnd(t, ep, name, log)
+	s := newSem(t, newClient(t, ep), name, WithCapacity(4), WithBlocks(4))
+	ctx := testCtx(t, 20*time.Second)
+	u, err := s.Acquire(ctx, 3)
+	require.NoError(t, err)
+	log.add(u)
+	require.NoError(t, u.Return(ctx, 2))
+	assert.Equal(t, int64(1), u.Count())
+	err = u.Return(ctx, 2)
+	assert.ErrorIs(t, err, semaphore.ErrInsufficientUnits)
+	u2, ok, err := s.TryAcquire(ctx, 3)
+	require.NoError(t, err)
+	require.True(t, ok, "the returned units are free in the block")
+	log.add(u2)
+	require.NoError(t, u.Return(ctx, 1))
+	assert.Zero(t, u.Count(), "returning all is Release")
+	require.NoError(t, u2.Release(ctx))
+}
+
+// The headline guarantee in block mode: when a handle is cut off from etcd,
+// Lost closes for every local holder of its blocks before anyone else can be
+// granted the blocks' units; its waiters fail with ErrLost; once etcd is back
+// it takes new blocks, with tokens after the lost ones.
+func TestBlocks_LostClosesForEveryLocalHolderBeforeTheNextGrant(t *testing.T) {
+	ep := sharedEndpoint(t)
+	name := testName(t)
+	log := &grantLog{}
+	checkHistoryAtEnd(t, ep, name, log)
+	px := newProxy(t, ep)
+	a := newSem(t, newClient(t, px.endpoint()), name, WithCapacity(2), WithBlocks(2),
+		WithTTL(2*time.Second), WithSafetyMargin(500*time.Millisecond))
+	t.Cleanup(px.release) // before a's Close, which needs the server's replies
+	b := newSem(t, newClient(t, ep), name)
+	ctx := testCtx(t, time.Minute)
+
+	var hs []*Units
+	for range 2 {
+		u, err := a.Acquire(ctx, 1)
+		require.NoError(t, err)
+		log.add(u)
+		hs = append(hs, u)
+	}
+	waitErr := make(chan error, 1)
+	go func() {
+		_, err := a.Acquire(ctx, 1)
+		waitErr <- err
+	}()
+	waitFor(t, "a's caller waits", func() bool { return a.blocks.nwait.Load() == 1 })
+	granted := make(chan time.Time, 1)
+	var next *Units
+	go func() {
+		u, err := b.Acquire(ctx, 2)
+		assert.NoError(t, err)
+		next = u
+		granted <- time.Now()
+	}()
+	waitWaiters(t, b, 1)
+
+	px.hold(true, true)
+	var lostAt [2]time.Time
+	for i, h := range hs {
+		select {
+		case <-h.Lost():
+			lostAt[i] = time.Now()
+		case <-ctx.Done():
+			t.Fatal("Lost never closed")
+		}
+	}
+	grantedAt := <-granted
+	log.add(next)
+	for i, h := range hs {
+		assert.True(t, lostAt[i].Before(grantedAt), "holder %d told %v after the next grant", i, lostAt[i].Sub(grantedAt))
+		assert.ErrorIs(t, h.Err(), ErrLost)
+		assert.ErrorIs(t, h.Release(ctx), ErrLost, "releasing lost units reports the loss")
+		assert.Zero(t, h.Count())
+	}
+	t.Logf("Lost closed %v before the next grant", grantedAt.Sub(lostAt[0]).Round(time.Millisecond))
+	assert.ErrorIs(t, <-waitErr, ErrLost, "the waiter fails with the loss")
+
+	px.release()
+	px.dropConns()
+	require.NoError(t, next.Release(ctx))
+	u, err := a.Acquire(ctx, 1)
+	require.NoError(t, err, "a takes a new block once etcd is back")
+	log.add(u)
+	assert.Greater(t, u.Token(), hs[0].Token(), "the new block's token orders after the lost one")
+	require.NoError(t, u.Release(ctx))
+}
+
+// Stress: handles in block mode and one in plain mode share a semaphore;
+// callers of weights 1 to 3 come and go, some giving up. At every moment the
+// units held by callers of every handle are at most the capacity, and the
+// history checker finds etcd's history clean.
+func TestBlocks_StressKeepsTheBoundAcrossHandles(t *testing.T) {
+	ep := sharedEndpoint(t)
+	name := testName(t)
+	log := &grantLog{}
+	checkHistoryAtEnd(t, ep, name, log)
+	const capacity, rounds = 6, 25
+	sems := []*Semaphore{
+		newSem(t, newClient(t, ep), name, WithCapacity(capacity), WithBlocks(2), WithClientName("b0")),
+		newSem(t, newClient(t, ep), name, WithBlocks(3), WithClientName("b1")),
+		newSem(t, newClient(t, ep), name, WithBlocks(1), WithClientName("b2")),
+		newSem(t, newClient(t, ep), name, WithClientName("plain")),
+	}
+	ctx := testCtx(t, 2*time.Minute)
+	var inUse, peak atomic.Int64
+	var wg sync.WaitGroup
+	for i := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s := sems[i%len(sems)]
+			for r := range rounds {
+				n := int64(1 + (i+r)%3)
+				actx, cancel := context.WithTimeout(ctx, time.Duration(50+(i*r)%200)*time.Millisecond)
+				u, err := s.Acquire(actx, n)
+				cancel()
+				if err != nil {
+					assert.ErrorIs(t, err, semaphore.ErrTimedOut)
+					continue
+				}
+				log.add(u)
+				now := inUse.Add(n)
+				for p := peak.Load(); now > p && !peak.CompareAndSwap(p, now); p = peak.Load() {
+				}
+				assert.LessOrEqual(t, now, int64(capacity), "units held across handles")
+				runtime.Gosched()
+				inUse.Add(-n)
+				assert.NoError(t, u.Release(ctx))
+			}
+		}()
+	}
+	wg.Wait()
+	t.Logf("peak %d of %d units held", peak.Load(), capacity)
+	assert.Positive(t, peak.Load())
+}
+
+func TestWithBlocks_PanicsOnASizeOutOfRange(t *testing.T) {
+	for _, size := range []int64{0, -1, semaphore.MaxUnits + 1} {
+		assert.PanicsWithValue(t, fmt.Sprintf("etcdsem: WithBlocks(%d): block size out of range [1, %d]", size, int64(semaphore.MaxUnits)),
+			func() { WithBlocks(size) }, "size %d", size)
+	}
+	assert.NotPanics(t, func() { WithBlocks(1) })
+	assert.NotPanics(t, func() { WithBlocks(semaphore.MaxUnits) })
+}
+
+func TestBlocks_EdgesOfTheRequest(t *testing.T) {
+	ep := sharedEndpoint(t)
+	name := testName(t)
+	log := &grantLog{}
+	checkHistoryAtEnd(t, ep, name, log)
+	s := newSem(t, newClient(t, ep), name, WithCapacity(2), WithBlocks(1))
+	ctx := testCtx(t, 20*time.Second)
+
+	u, err := s.Acquire(ctx, 0)
+	require.NoError(t, err, "0 units are granted at once, with no block")
+	log.add(u)
+	assert.Zero(t, u.Count())
+	require.NoError(t, u.Release(ctx))
+
+	u, err = s.Acquire(ctx, 2)
+	require.NoError(t, err, "a request above the block size takes a block of its size")
+	log.add(u)
+	require.NoError(t, u.Release(ctx))
+
+	_, err = s.Acquire(ctx, 3)
+	assert.ErrorIs(t, err, semaphore.ErrTooLarge)
+	done, cancel := context.WithCancel(ctx)
+	cancel()
+	_, err = s.Acquire(done, 1)
+	assert.ErrorIs(t, err, context.Canceled, "a done context fails first")
+	_, err = s.Acquire(done, 3)
+	assert.ErrorIs(t, err, context.Canceled, "a done context fails before too large")
+	assert.Panics(t, func() { _, _ = s.Acquire(ctx, -1) })
+
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	held, err := s.Acquire(ctx, 2)
+	require.NoError(t, err)
+	log.add(held)
+	_, err = s.Acquire(short, 1)
+	assert.ErrorIs(t, err, semaphore.ErrTimedOut, "a waiter times out")
+	assert.Zero(t, s.blocks.nwait.Load(), "and leaves the queue")
+	require.NoError(t, held.Release(ctx))
+}
+
+// Block mode's errors carry how the acquire ended, as plain mode's do.
+func TestBlocks_ErrorsCarryTheAcquiresOutcome(t *testing.T) {
+	ep := sharedEndpoint(t)
+	name := testName(t)
+	log := &grantLog{}
+	checkHistoryAtEnd(t, ep, name, log)
+	s := newSem(t, newClient(t, ep), name, WithCapacity(1), WithBlocks(1))
+	admin := newSem(t, newClient(t, ep), name)
+	ctx := testCtx(t, 20*time.Second)
+	outcome := func(err error) semaphore.Outcome {
+		t.Helper()
+		o, ok := semaphore.OutcomeOf(err)
+		require.True(t, ok, "%v carries an outcome", err)
+		return o
+	}
+
+	_, err := s.Acquire(ctx, 2)
+	assert.Equal(t, semaphore.TooLarge, outcome(err))
+	assert.ErrorContains(t, err, `etcdsem "`+name+`": acquire 2 units: more than the capacity 1`)
+	u, err := s.Acquire(ctx, 1)
+	require.NoError(t, err)
+	log.add(u)
+	short, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+	defer cancel()
+	_, err = s.Acquire(short, 1)
+	assert.Equal(t, semaphore.TimedOut, outcome(err))
+	gone, cancel := context.WithCancel(ctx)
+	cancel()
+	_, err = s.Acquire(gone, 1)
+	assert.Equal(t, semaphore.Cancelled, outcome(err))
+
+	waitErr := make(chan error, 1)
+	go func() {
+		_, err := s.Acquire(ctx, 1)
+		waitErr <- err
+	}()
+	waitFor(t, "the caller waits", func() bool { return s.blocks.nwait.Load() == 1 })
+	require.NoError(t, admin.Break(ctx, errors.New("maintenance")))
+	err = <-waitErr
+	assert.Equal(t, semaphore.Broken, outcome(err), "a waiter failed by Break")
+	_, _, err = s.TryAcquire(ctx, 1)
+	assert.Equal(t, semaphore.Broken, outcome(err))
+	require.NoError(t, u.Release(ctx))
+	require.NoError(t, admin.Repair(ctx))
+}

@@ -1,0 +1,62 @@
+package main
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv(workerEnv) != "" {
+		// The program re-runs its own binary as a worker: here, this test binary.
+		runWorker()
+		os.Exit(0)
+	}
+	goleak.VerifyTestMain(m,
+		goleak.IgnoreTopFunction("google.golang.org/grpc/internal/grpcsync.(*CallbackSerializer).run"),
+		goleak.IgnoreAnyFunction("go.opencensus.io/stats/view.(*worker).start"),
+		goleak.IgnoreAnyFunction("go.etcd.io/etcd/pkg/v3/logutil.(*MergeLogger).outputLoop"),
+	)
+}
+
+func TestRun_QuickPrintsARowPerModeAndTheShift(t *testing.T) {
+	var out strings.Builder
+	require.NoError(t, run([]string{"-quick", "-duration", "300ms"}, &out))
+	t.Log("\n" + out.String())
+	for _, mode := range []string{"| plain |", "| blocks |", "| mutex |"} {
+		assert.Contains(t, out.String(), "| 4 | 256 | 100µs "+mode)
+	}
+	for _, mode := range []string{"\n| plain |", "\n| blocks |"} {
+		assert.Contains(t, out.String(), mode, "a shift row per mode")
+	}
+}
+
+func TestRun_RefusesNonPositiveSettings(t *testing.T) {
+	for _, args := range [][]string{{"-runs", "0"}, {"-duration", "0s"}, {"-goroutines", "0"}, {"-block", "-1"}} {
+		assert.Error(t, run(args, &strings.Builder{}), "%v", args)
+	}
+	assert.Error(t, run([]string{"-procs", "x"}, &strings.Builder{}))
+}
+
+func TestHist_QuantileIsWithinTwoPercent(t *testing.T) {
+	h := newHist()
+	for i := 1; i <= 1000; i++ {
+		h.add(time.Duration(i) * time.Millisecond)
+	}
+	for _, q := range []float64{0.5, 0.99, 1} {
+		exact := time.Duration(q*1000) * time.Millisecond
+		assert.InEpsilon(t, float64(exact), float64(h.quantile(q)), 0.021, "q=%v", q)
+	}
+	assert.Zero(t, (&hist{Counts: make([]int64, histBuckets)}).quantile(0.5), "an empty histogram")
+	assert.Equal(t, 0, bucketOf(0), "under 1µs: the first bucket")
+	assert.Equal(t, histBuckets-1, bucketOf(time.Hour), "above the range: the last bucket")
+	var sum hist = newHist()
+	sum.merge(h)
+	sum.merge(h)
+	assert.Equal(t, 2*h.total(), sum.total(), "histograms add up")
+}

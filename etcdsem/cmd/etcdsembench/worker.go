@@ -1,0 +1,206 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/fairsem/semaphore/etcdsem"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/concurrency"
+	"go.uber.org/zap"
+)
+
+// workerEnv holds a worker's spec, as JSON: the program re-runs itself as a
+// worker process.
+const workerEnv = "ETCDSEMBENCH_WORKER"
+
+// A spec is one worker's load.
+type spec struct {
+	Endpoint   string        `json:"endpoint"`
+	Name       string        `json:"name"`
+	Mode       string        `json:"mode"` // "plain", "blocks" or "mutex"
+	Capacity   int64         `json:"capacity"`
+	Block      int64         `json:"block"` // block size in "blocks" mode
+	Goroutines int           `json:"goroutines"`
+	Hold       time.Duration `json:"hold"`
+	Start      time.Time     `json:"start"` // every worker of a run starts its load then
+	Duration   time.Duration `json:"duration"`
+	Index      int           `json:"index"` // the worker's number in its run
+}
+
+// A result is one worker's measurements.
+type result struct {
+	Grants  int64         `json:"grants"`
+	Errors  int64         `json:"errors"`
+	Latency hist          `json:"latency"` // of each acquire
+	First   time.Time     `json:"first"`   // the first grant
+	Stopped time.Time     `json:"stopped"` // the last release
+	RTT     time.Duration `json:"rtt"`     // median of 11 writes, before the load
+	Err     string        `json:"err,omitempty"`
+}
+
+// worker runs the load of the spec in env, prints its result as one JSON line
+// on out, and keeps its handle (and so its blocks) until in is closed.
+func worker(env string, in io.Reader, out io.Writer) error {
+	var sp spec
+	if err := json.Unmarshal([]byte(env), &sp); err != nil {
+		return err
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{sp.Endpoint}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Until(sp.Start)+sp.Duration+time.Minute)
+	defer cancel()
+	res := result{Latency: newHist()}
+	res.RTT, err = roundTrip(ctx, cli)
+	if err != nil {
+		return err
+	}
+	acquire, closeAll, err := acquirer(ctx, cli, sp)
+	if err != nil {
+		return err
+	}
+	defer closeAll()
+
+	takes := make([]func() (func() error, error), sp.Goroutines)
+	for g := range takes {
+		takes[g] = acquire(g)
+	}
+	time.Sleep(time.Until(sp.Start)) // the start barrier shared with the other workers
+	stop := sp.Start.Add(sp.Duration)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for g := range sp.Goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			h := newHist()
+			var grants, errs int64
+			var first, last time.Time
+			take := takes[g]
+			for time.Now().Before(stop) {
+				t0 := time.Now()
+				rel, err := take()
+				if err != nil {
+					errs++
+					continue
+				}
+				granted := time.Now()
+				h.add(granted.Sub(t0))
+				if first.IsZero() {
+					first = granted
+				}
+				grants++
+				time.Sleep(sp.Hold)
+				if err := rel(); err != nil {
+					errs++
+				}
+				last = time.Now()
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			res.Grants += grants
+			res.Errors += errs
+			res.Latency.merge(h)
+			if !first.IsZero() && (res.First.IsZero() || first.Before(res.First)) {
+				res.First = first
+			}
+			if last.After(res.Stopped) {
+				res.Stopped = last
+			}
+		}()
+	}
+	wg.Wait()
+	if err := json.NewEncoder(out).Encode(res); err != nil {
+		return err
+	}
+	_, _ = io.Copy(io.Discard, in) // hold the handle until the coordinator is done
+	return nil
+}
+
+// acquirer returns, for goroutine g, a function that acquires one unit and
+// returns its release, in the spec's mode; and a function closing what it
+// opened.
+func acquirer(ctx context.Context, cli *clientv3.Client, sp spec) (func(g int) func() (func() error, error), func(), error) {
+	switch sp.Mode {
+	case "plain", "blocks":
+		opts := []etcdsem.Option{etcdsem.WithCapacity(sp.Capacity), etcdsem.WithClientName("worker-" + strconv.Itoa(sp.Index))}
+		if sp.Mode == "blocks" {
+			opts = append(opts, etcdsem.WithBlocks(sp.Block))
+		}
+		s, err := etcdsem.New(ctx, cli, sp.Name, opts...)
+		if err != nil {
+			return nil, nil, err
+		}
+		return func(int) func() (func() error, error) {
+			return func() (func() error, error) {
+				u, err := s.Acquire(ctx, 1)
+				if err != nil {
+					return nil, err
+				}
+				return func() error { return u.Release(ctx) }, nil
+			}
+		}, func() { s.Close() }, nil
+	case "mutex":
+		// capacity mutexes make a semaphore of that capacity: goroutine g
+		// of worker i always takes the same one, each in its own session (a
+		// session holds a mutex for all its users at once).
+		var sessions []*concurrency.Session
+		var mu sync.Mutex
+		return func(g int) func() (func() error, error) {
+				idx := (sp.Index*sp.Goroutines + g) % int(sp.Capacity)
+				sess, err := concurrency.NewSession(cli, concurrency.WithTTL(10))
+				if err != nil {
+					return func() (func() error, error) { return nil, err }
+				}
+				mu.Lock()
+				sessions = append(sessions, sess)
+				mu.Unlock()
+				m := concurrency.NewMutex(sess, fmt.Sprintf("%s/m%d", sp.Name, idx))
+				return func() (func() error, error) {
+					if err := m.Lock(ctx); err != nil {
+						return nil, err
+					}
+					return func() error { return m.Unlock(ctx) }, nil
+				}
+			}, func() {
+				mu.Lock()
+				defer mu.Unlock()
+				for _, s := range sessions {
+					s.Close()
+				}
+			}, nil
+	}
+	return nil, nil, fmt.Errorf("unknown mode %q", sp.Mode)
+}
+
+// roundTrip returns the median time of 11 writes: one etcd round trip of the
+// kind every acquire makes (a write waits for the log to reach the disk).
+func roundTrip(ctx context.Context, cli *clientv3.Client) (time.Duration, error) {
+	var ds []time.Duration
+	for range 11 {
+		t0 := time.Now()
+		if _, err := cli.Put(ctx, "etcdsembench/rtt", ""); err != nil {
+			return 0, err
+		}
+		ds = append(ds, time.Since(t0))
+	}
+	slices.Sort(ds)
+	return ds[len(ds)/2], nil
+}
+
+func runWorker() {
+	if err := worker(os.Getenv(workerEnv), os.Stdin, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "etcdsembench worker:", err)
+		os.Exit(1)
+	}
+}
