@@ -53,7 +53,11 @@ type CapacityConfig struct {
 //     no-load value, the backend has room: the limit grows, by a quarter of
 //     Headroom in the first such window, half of it in the next one in a
 //     row, and all of it from the third on, so that it probes gently near the
-//     capacity and climbs fast after the capacity rose.
+//     capacity and climbs fast after the capacity rose. A window whose calls
+//     were granted at less than half the last growth above the load of the
+//     window that made it does not grow the limit: the growth is not taken
+//     up yet (one such window at most, as calls larger than the growth never
+//     take it up).
 //   - While the backend queues (the round trip is above its no-load value),
 //     the limit goes to the estimate times a factor between 1 and
 //     1+Headroom/2 that shrinks as the queue grows. Past 1+Headroom times the
@@ -101,6 +105,7 @@ type Capacity struct {
 	calm    float64       // the limit before the last such streak began
 	clean   time.Time     // when a window last found the round trip at its no-load value
 	drained float64       // the limit to go back to after draining; 0 when not draining
+	grew    float64       // the load a window needs to show the last growth taken up; 0 once the limit came down
 }
 
 // NewCapacity returns a Capacity at cfg's initial limit. It panics if the
@@ -234,6 +239,14 @@ func (c *Capacity) Update(s Sample) int {
 		// settles rather than swings when a backend's throughput falls past
 		// its capacity (each step past it underestimates the capacity).
 		next = c.limit + (target-c.limit)/2
+	case s.Waited > 0 && meanInFlight(s) < c.grew:
+		// Callers wait, but the window's calls were granted at less than
+		// half the last growth above the units in flight of the window that
+		// made it: the growth is not taken up yet, and this window tells
+		// nothing of it. Wait for one more window (calls of more units than
+		// the growth never take it up).
+		c.grew = 0
+		next = c.limit
 	case s.Waited > 0:
 		// Callers wait and the backend does not queue: the limit bounds the
 		// load, and the backend has room for more. Probe gently at first
@@ -242,6 +255,7 @@ func (c *Capacity) Update(s Sample) int {
 		step := h / float64(int(4)>>min(c.room, 2))
 		c.room++
 		next = math.Max(target, math.Max(c.limit*(1+step), c.limit+1))
+		c.grew = meanInFlight(s) + (next-c.limit)/2
 	default:
 		// Nobody waits and the backend does not queue: the load bounds what
 		// is in flight. Come down to what it needs, with room for bursts.
@@ -284,6 +298,11 @@ func (c *Capacity) learnNoLoad(s Sample, rtt time.Duration) bool {
 	return false
 }
 
+// steady reports whether a window's calls were granted at about the same
+// units in flight: not while the load was changing, when a call's round trip
+// tells of the load before its grant as much as of its own.
+func steady(s Sample) bool { return s.Load <= 0 || s.Load >= 0.9*float64(s.InFlight) }
+
 // meanInFlight is a window's mean units in flight at the grants, or its most
 // in flight for a Sample without Load.
 func meanInFlight(s Sample) float64 {
@@ -298,6 +317,9 @@ func (c *Capacity) set(now time.Time, next float64) {
 	next = bound(next, float64(c.cfg.MinLimit), float64(c.cfg.MaxLimit))
 	if floorLimit(next) != c.Limit() {
 		c.changed = now
+	}
+	if next < c.limit {
+		c.grew = 0
 	}
 	c.limit = next
 }

@@ -63,6 +63,22 @@ func TestCapacity_CutsWhenTheCapacityFellToAQuarterAndLandsOnItWithinEightWindow
 	assert.Equal(t, 10, c.Estimate())
 }
 
+// A window whose calls were granted before a growth was taken up (fewer units
+// in flight than the growth allows) holds the limit, once: it tells nothing of
+// the grown limit, and growing again on it would overshoot.
+func TestCapacity_WaitsForTheLastGrowthToBeTakenUpBeforeGrowingAgain(t *testing.T) {
+	ms := 20 * time.Millisecond
+	window := func(i int, load float64) adaptive.Sample {
+		return adaptive.Sample{Time: t0.Add(time.Duration(i) * time.Second), RTT: ms, MinRTT: ms, InFlight: int(load),
+			Load: load, Count: 10, Waited: 5, Throughput: load / ms.Seconds()}
+	}
+	c := adaptive.NewCapacity(adaptive.CapacityConfig{ProbeInterval: -1})
+	require.Equal(t, 22, c.Update(window(1, 20)), "room at 20: grow")
+	assert.Equal(t, 22, c.Update(window(2, 20)), "the growth not taken up: hold")
+	assert.Equal(t, 25, c.Update(window(3, 20)), "a second such window: grow (calls larger than the growth never take it up)")
+	assert.Equal(t, 31, c.Update(window(4, 25)), "taken up: grow at once")
+}
+
 func TestCapacity_ReturnsToARisenCapacityWithinTenWindows(t *testing.T) {
 	at := t0
 	c := adaptive.NewCapacity(adaptive.CapacityConfig{ProbeInterval: -1})
