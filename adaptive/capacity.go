@@ -14,8 +14,9 @@ type CapacityConfig struct {
 	// Headroom sets how far the limit goes past what the backend serves
 	// without queueing: it settles where the round trip is Headroom/3 above
 	// its no-load value; it grows in steps of Headroom/4, Headroom/2, then
-	// Headroom while callers wait and the backend does not queue; and, while
-	// nobody waits, it comes down to 1+2 Headroom times the most in flight.
+	// Headroom while callers wait and the backend does not queue (then by
+	// the callers that waited); and, while nobody waits, it comes down to
+	// 1+2 Headroom times the most in flight.
 	// In (0, 1], default 0.25.
 	Headroom float64
 
@@ -52,7 +53,8 @@ type CapacityConfig struct {
 //   - While callers wait for the limit and the round trip stays near its
 //     no-load value, the backend has room: the limit grows, by a quarter of
 //     Headroom in the first such window, half of it in the next one in a
-//     row, and all of it from the third on, so that it probes gently near the
+//     row, all of it in the third, and from the fourth on by the callers
+//     that waited for it, up to doubling, so that it probes gently near the
 //     capacity and climbs fast after the capacity rose. A window whose calls
 //     were granted at less than half the last growth above the load of the
 //     window that made it does not grow the limit: the growth is not taken
@@ -77,7 +79,8 @@ type CapacityConfig struct {
 //     while callers wait grows the limit by 1+Headroom: the queue is too long
 //     for the limit to learn anything else.
 //   - The no-load round trip is raised when a window with clearly fewer units
-//     in flight than the one before does not answer faster: the round trip
+//     in flight than the one before does not answer faster than that one's
+//     mean (its fastest call may have run at a lower load): the round trip
 //     then does not depend on the load, so the backend got slower, not busier
 //     (a base latency that doubled), and the limit goes back to where it was
 //     before the round trip rose. And it is re-measured below the capacity
@@ -98,7 +101,6 @@ type Capacity struct {
 	noLoad  time.Duration // the no-load round trip; 0 unknown
 	est     float64       // the last window's estimate of the capacity, in units; 0 before
 	prev    Sample        // the last window acted on
-	prevRTT time.Duration // its round trip (see Update)
 	changed time.Time     // when the limit last changed
 	room    int           // windows in a row that grew the limit
 	over    int           // windows in a row that found the backend overloaded
@@ -194,7 +196,7 @@ func (c *Capacity) Update(s Sample) int {
 		return c.Limit()
 	}
 	raised := c.learnNoLoad(s, rtt)
-	c.prev, c.prevRTT = s, rtt
+	c.prev = s
 	if raised {
 		// The cuts since the round trip rose were for a queue that was not
 		// there: go back to the limit from before them.
@@ -253,6 +255,9 @@ func (c *Capacity) Update(s Sample) int {
 		// (the limit may sit just under the capacity), then faster for
 		// each window in a row that still finds room: by h/4, h/2, then h.
 		step := h / float64(int(4)>>min(c.room, 2))
+		if c.room >= 3 {
+			step = math.Min(1, float64(s.Waited)/c.limit)
+		}
 		c.room++
 		next = math.Max(target, math.Max(c.limit*(1+step), c.limit+1))
 		c.grew = meanInFlight(s) + (next-c.limit)/2
@@ -278,9 +283,11 @@ func (c *Capacity) Update(s Sample) int {
 // a window with clearly fewer units in flight than the last one, both slow, is
 // not much faster: a queue at the backend shrinks with the load; a slower
 // backend does not. A window clearly slower than the last one says nothing:
-// the backend may have lost capacity meanwhile.
+// the backend may have lost capacity meanwhile. The last window is taken at
+// its mean round trip, the one of its mean load: its fastest call may have
+// run at a lower load than the rest, granted as the load fell.
 func (c *Capacity) learnNoLoad(s Sample, rtt time.Duration) bool {
-	p, prtt := c.prev, c.prevRTT
+	p, prtt := c.prev, c.prev.RTT
 	load, prevLoad := meanInFlight(s), meanInFlight(p)
 	if load <= 0 || prevLoad <= 0 {
 		return false
@@ -297,11 +304,6 @@ func (c *Capacity) learnNoLoad(s Sample, rtt time.Duration) bool {
 	}
 	return false
 }
-
-// steady reports whether a window's calls were granted at about the same
-// units in flight: not while the load was changing, when a call's round trip
-// tells of the load before its grant as much as of its own.
-func steady(s Sample) bool { return s.Load <= 0 || s.Load >= 0.9*float64(s.InFlight) }
 
 // meanInFlight is a window's mean units in flight at the grants, or its most
 // in flight for a Sample without Load.
