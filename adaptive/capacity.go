@@ -14,8 +14,9 @@ type CapacityConfig struct {
 	// Headroom sets how far the limit goes past what the backend serves
 	// without queueing: it settles where the round trip is Headroom/3 above
 	// its no-load value; it grows in steps of Headroom/4, Headroom/2, then
-	// Headroom while callers wait and the backend does not queue (then by
-	// the callers that waited); and, while nobody waits, it comes down to
+	// Headroom while callers wait and the backend does not queue (then,
+	// and before the backend first queued, by the callers that waited);
+	// and, while nobody waits, it comes down to
 	// 1+2 Headroom times the most in flight.
 	// In (0, 1], default 0.25.
 	Headroom float64
@@ -55,7 +56,9 @@ type CapacityConfig struct {
 //     Headroom in the first such window, half of it in the next one in a
 //     row, all of it in the third, and from the fourth on by the callers
 //     that waited for it, up to doubling, so that it probes gently near the
-//     capacity and climbs fast after the capacity rose. A window whose calls
+//     capacity and climbs fast after the capacity rose. Until a window first
+//     finds the backend queueing, it grows by the callers that waited from
+//     the first window on: nothing is known of the capacity yet. A window whose calls
 //     were granted at less than half the last growth above the load of the
 //     window that made it does not grow the limit: the growth is not taken
 //     up yet (one such window at most, as calls larger than the growth never
@@ -107,6 +110,7 @@ type Capacity struct {
 	calm    float64       // the limit before the last such streak began
 	clean   time.Time     // when a window last found the round trip at its no-load value
 	drained float64       // the limit to go back to after draining; 0 when not draining
+	queued  bool          // whether a window found the backend queueing
 	grew    float64       // the load a window needs to show the last growth taken up; 0 once the limit came down
 }
 
@@ -213,6 +217,7 @@ func (c *Capacity) Update(s Sample) int {
 	target := c.est * f
 	var next float64
 	if q >= 1+h/4 {
+		c.queued = true
 		c.room = 0 // the streak of windows finding room is over
 	}
 	over := c.over
@@ -255,7 +260,7 @@ func (c *Capacity) Update(s Sample) int {
 		// (the limit may sit just under the capacity), then faster for
 		// each window in a row that still finds room: by h/4, h/2, then h.
 		step := h / float64(int(4)>>min(c.room, 2))
-		if c.room >= 3 {
+		if c.room >= 3 || !c.queued {
 			step = math.Min(1, float64(s.Waited)/c.limit)
 		}
 		c.room++
