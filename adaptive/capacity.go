@@ -91,11 +91,12 @@ type CapacityConfig struct {
 //     backend, and does not drift up under sustained overload, as a baseline
 //     that forgets its minimum over time does.
 //
-// On the module's benchmark (the README's table), its median limit is within
-// 10% of the capacity in every phase, it serves 0.87 of the best static limit
-// per phase in real time on a shared machine (0.95 simulated), 0.99 of it
-// after the capacity fell to a quarter, with the lowest p99 of the adaptive
-// algorithms.
+// On the module's benchmark (the README's table), in simulated time, its
+// median limit is within 10% of the capacity in every phase and stays within
+// 25% of it from 0.6s after the capacity fell to a quarter; it serves 0.96 of
+// the best static limit per phase (0.75–0.89 in real time on a shared
+// machine), 0.98 of it after the capacity fell to a quarter, with the lowest
+// p99 of the adaptive algorithms.
 //
 // Capacity needs the Sample's Load and Waited, which a Limiter fills.
 type Capacity struct {
