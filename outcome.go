@@ -43,10 +43,13 @@ func (o Outcome) String() string {
 }
 
 // OutcomeOf reports how the call that returned err ended, as the package that
-// returned it decided: every error of this module's packages that ends a call
-// (an acquire, an admission, a keyed or etcdsem acquire) carries its Outcome,
-// found through any wrapping. It reports false for nil, for errors that end no
-// call (a Units method, Drain, Err) and for errors from outside the module.
+// returned it decided, found through any wrapping: an error of this module's
+// packages that ends a call (an acquire, an admission, a keyed or etcdsem
+// acquire) in one of the outcomes above carries it. It reports false for nil,
+// for errors that end no call (a Units method, Drain, Err), for failures
+// outside the semaphore's own contract, which no outcome describes (a handle
+// closed, units lost with their lease, an RPC refused), and for errors from
+// outside the module.
 //
 // Use it, not errors.Is, to count or label how calls ended: a context can be
 // cancelled with any error as its cause, so an error can match ErrBroken or

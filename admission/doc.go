@@ -1,7 +1,7 @@
 // Package admission bounds several resources at once for a server's requests: how
 // many run concurrently (count), the memory they use, and how many may be using the
-// CPU, with a strict FIFO queue for the requests that cannot start, load shedding
-// when that queue is too long or a request would likely time out anyway, eviction of
+// CPU, with a strict FIFO queue for the requests that cannot start, refusals when
+// that queue is full or a request would likely time out anyway, eviction of
 // idle requests' resources, and diagnostics that name the bottleneck. It follows the
 // design of ScyllaDB's reader concurrency semaphore, with Go contexts for deadlines
 // and cancellation.
@@ -179,8 +179,8 @@
 //     released, so that nothing is held once Drain has returned.
 //   - A shed request's error matches semaphore.ErrShed, which also matches
 //     semaphore.ErrQueueFull: a full queue and preemptive shedding are both
-//     load-shedding refusals, so one check catches every shed request, and
-//     errors.Is(err, semaphore.ErrShed) tells the shed-factor kind apart.
+//     refusals for load, so one check catches both, and
+//     errors.Is(err, semaphore.ErrShed) tells a shed request apart.
 //     ErrMemoryLimit, ErrEvicted and ErrReleased match no shared sentinel: the
 //     kill limit is not a capacity the request exceeds, and the other two are
 //     about the permit, not the controller's load.

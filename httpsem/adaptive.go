@@ -8,7 +8,7 @@ import (
 
 // Adaptive returns middleware that runs requests behind an adaptive limiter:
 // a request waits for a slot under l's current limit (in the FIFO wait list of
-// the semaphore l drives), runs, and its outcome moves the limit. It is
+// the semaphore l drives), runs, and its verdict (below) moves the limit. It is
 // refused as Limit refuses: the overload status with Retry-After when it
 // cannot get a slot in time (WithTimeout, its context, the semaphore's
 // WithMaxWaiters, l's WithStandingQueue), 503 without it when the semaphore is

@@ -135,9 +135,8 @@ func (a keyedSource) Snapshot() Snapshot {
 }
 
 // controllerSource shows an admission controller by its count resource; memory
-// is among the details. Admission counts refusals for load in one counter, queue
-// full and shed together, so Rejected and Shed are unknown and that counter is
-// among the details; it counts no cancellations.
+// is among the details. Its Rejected, Shed and Cancelled have the core's
+// meanings.
 type controllerSource struct{ c *admission.Controller }
 
 func (a controllerSource) Name() string                    { return a.c.Stats().Name }

@@ -130,7 +130,7 @@ func TestKeyedSource_WithoutAGlobalLimitShowsNoLimit(t *testing.T) {
 	assert.NotZero(t, snap.Unknown&QueuedField, "a keyed set does not count the calls that queued")
 
 	r := newRegistry()
-	defer registerPtr(r, set)()
+	defer registerKept(r, set)()
 	_, _, body := get(t, newHandler(r), "/d/?format=text")
 	assert.Regexp(t, `"uploads" +keyed set +no limit +1 +no limit +0 `, body)
 	_, _, body = get(t, newHandler(r), "/d/?format=json")
@@ -188,7 +188,7 @@ func TestControllerSource_ShowsCancelledRejectedAndShedUnderTheirOwnNames(t *tes
 	assert.Equal(t, uint64(1), snap.Cancelled)
 	assert.Zero(t, snap.Shed, "a full queue is a rejection, not a shed")
 	r := newRegistry()
-	defer registerPtr(r, c)()
+	defer registerKept(r, c)()
 	_, _, body := get(t, newHandler(r), "/d/1?format=text")
 	assert.Regexp(t, `\nrejected +1 \(`, body)
 	assert.Regexp(t, `\nshed +0 \(`, body)
@@ -199,7 +199,7 @@ func TestControllerSource_ShowsCancelledRejectedAndShedUnderTheirOwnNames(t *tes
 func TestDumpSource_ShowsNameKindAndDumpOnly(t *testing.T) {
 	r := newRegistry()
 	d := &dumper{name: "other"}
-	defer registerPtr(r, d)()
+	defer registerKept(r, d)()
 	h := newHandler(r)
 	_, _, body := get(t, h, "/d/?format=text")
 	assert.Regexp(t, `"other" +semdebug.dumper( +-){11}\n`, body)

@@ -31,7 +31,7 @@ func BenchmarkAcquireRelease(b *testing.B) {
 	b.Run("registered", func(b *testing.B) {
 		r := newRegistry()
 		s := semaphore.New(1)
-		defer registerPtr(r, s)()
+		defer registerKept(r, s)()
 		run(b, s)
 		runtime.KeepAlive(s)
 	})
@@ -46,7 +46,7 @@ func BenchmarkIndex(b *testing.B) {
 		if i%3 == 0 {
 			sems[i].TryAcquire(1)
 		}
-		defer registerPtr(r, sems[i])()
+		defer registerKept(r, sems[i])()
 	}
 	h := newHandler(r)
 	for _, query := range []string{"format=html", "format=html&limit=0", "format=json", "format=text"} {

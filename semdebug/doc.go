@@ -43,8 +43,8 @@
 //     against its global semaphore's capacity, or as having no limit when it
 //     has neither; the global semaphore, shared, can be registered on its own.
 //   - *admission.Controller: its count resource as capacity and in use, memory
-//     among its details. Admission counts a full queue and a shed request in one
-//     counter, shown among the details; the page's rejected and shed are unknown.
+//     among its details; its rejected (a full queue), shed and cancelled are
+//     admission's own counters of those names.
 //   - *admission.Group: the sums over its members, and which of them are broken.
 //   - Any Source: what its Snapshot says.
 //   - Any other Limiter: its name (from a Name method), its type and its dump.

@@ -20,7 +20,7 @@ import (
 func TestHandler_ServesEveryViewInEveryFormat(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRegistry()
-		defer registerPtr(r, newFake("f", Snapshot{Capacity: 2}))()
+		defer registerKept(r, newFake("f", Snapshot{Capacity: 2}))()
 		h := newHandler(r)
 		for _, tc := range []struct {
 			path, ctype, contains string
@@ -85,7 +85,7 @@ func TestHandler_HostileNamesCannotInjectMarkup(t *testing.T) {
 		})
 		f.kind = hostile
 		f.dump = hostile
-		defer registerPtr(r, f)()
+		defer registerKept(r, f)()
 		h := newHandler(r)
 		for _, path := range []string{"/d/", "/d/1", "/d/?sort=" + "%3Cscript%3E"} {
 			_, _, body := get(t, h, path)
@@ -100,7 +100,7 @@ func TestHandler_HostileNamesCannotInjectMarkup(t *testing.T) {
 
 func TestHandler_HostileNamesCannotForgeTextRows(t *testing.T) {
 	r := newRegistry()
-	defer registerPtr(r, newFake("a\nSTALLED  99  \"db\"\x1b[2J", Snapshot{}))()
+	defer registerKept(r, newFake("a\nSTALLED  99  \"db\"\x1b[2J", Snapshot{}))()
 	_, _, body := get(t, newHandler(r), "/d/?format=text")
 	lines := strings.Split(strings.TrimSpace(body), "\n")
 	assert.Len(t, lines, 4, "a summary, a blank line, a header and one row: %q", body)
@@ -117,7 +117,7 @@ func TestHandler_JSONCarriesTheReading(t *testing.T) {
 			Holders:  []Holder{{Site: "a.go:1", Label: "w1", Holders: 2, Units: 3, Age: 9 * time.Second}},
 			WaitList: []Waiter{{Units: 1, Waited: 7 * time.Second}, {Units: 2}},
 			Details:  []Detail{{"k", "v"}}})
-		defer registerPtr(r, f)()
+		defer registerKept(r, f)()
 		h := newHandler(r, WithStallThreshold(time.Second))
 		_, _, body := get(t, h, "/d/?format=json")
 		var idx struct {
@@ -155,7 +155,7 @@ func TestHandler_ObjectPageChartsTheSampledHistory(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRegistry()
 		f := newFake("db", Snapshot{Capacity: 4, InUse: 1})
-		defer registerPtr(r, f)()
+		defer registerKept(r, f)()
 		h := newHandler(r)
 		_, _, body := get(t, h, "/d/1")
 		assert.Contains(t, body, `id="chart-inuse" data-points="0"`, "nothing was sampled before the page was opened")
@@ -177,7 +177,7 @@ func TestHandler_ShowsARealSemaphoresHoldersAndStall(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRegistry()
 		s := semaphore.New(2, semaphore.WithName("db"), semaphore.WithHolderTracking())
-		defer registerPtr(r, s)()
+		defer registerKept(r, s)()
 		u, err := s.AcquireUnits(semaphore.ContextWithHolderLabel(context.Background(), "nightly-report"), 2)
 		require.NoError(t, err)
 		done := make(chan error)
@@ -205,7 +205,7 @@ func TestHandler_UntrackedSemaphoreShowsTheWatchedLowerBound(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRegistry()
 		s := semaphore.New(1, semaphore.WithName("db"))
-		defer registerPtr(r, s)()
+		defer registerKept(r, s)()
 		require.NoError(t, s.Acquire(context.Background(), 1))
 		done := make(chan error)
 		go func() { done <- s.Acquire(context.Background(), 1) }()
@@ -229,7 +229,7 @@ func TestHandler_HTMLIndexShowsTheFirstRowsAndLinksToAll(t *testing.T) {
 		if i == 4 {
 			snap.Waiters, snap.HeadWait = 1, time.Hour
 		}
-		defer registerPtr(r, newFake(string(rune('a'+i)), snap))()
+		defer registerKept(r, newFake(string(rune('a'+i)), snap))()
 	}
 	h := newHandler(r)
 	_, _, body := get(t, h, "/d/?limit=2&sort=capacity")
@@ -251,8 +251,8 @@ func TestHandler_ShowsAdmissionControllersAndGroups(t *testing.T) {
 		c := admission.New(admission.Resources{Count: 2, Memory: 1 << 20}, admission.WithName("reads"))
 		g := admission.NewGroup(admission.Resources{Count: 2, Memory: 1 << 20}, admission.WithName("tenants"))
 		g.Add("gold", 3)
-		defer registerPtr(r, c)()
-		defer registerPtr(r, g)()
+		defer registerKept(r, c)()
+		defer registerKept(r, g)()
 		h := newHandler(r)
 		_, _, body := get(t, h, "/d/?format=text")
 		assert.Contains(t, body, `"reads"    admission controller  2`)
@@ -275,7 +275,7 @@ func TestHandler_AnswersHEAD(t *testing.T) {
 func TestHandler_EveryResponseSendsNosniffAndTheCSP(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRegistry()
-		defer registerPtr(r, newFake("f", Snapshot{}))()
+		defer registerKept(r, newFake("f", Snapshot{}))()
 		h := newHandler(r)
 		for _, tc := range []struct {
 			method, path string
@@ -303,7 +303,7 @@ func TestHandler_EveryResponseSendsNosniffAndTheCSP(t *testing.T) {
 func TestHandler_PagesUseNothingInline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRegistry()
-		defer registerPtr(r, newFake("f", Snapshot{Capacity: 1}))()
+		defer registerKept(r, newFake("f", Snapshot{Capacity: 1}))()
 		h := newHandler(r)
 		inline := regexp.MustCompile(`<script>|<style|\sstyle=|\son[a-z]+=|javascript:`)
 		for _, path := range []string{"/d/", "/d/1"} {
@@ -330,7 +330,7 @@ func TestHandler_LongNamesAreCutOnTheIndexOnly(t *testing.T) {
 		r := newRegistry()
 		f := newFake(long, Snapshot{})
 		f.kind = strings.Repeat("k", 5000)
-		defer registerPtr(r, f)()
+		defer registerKept(r, f)()
 		h := newHandler(r)
 		_, _, body := get(t, h, "/d/")
 		assert.Contains(t, body, `<a href="1">`+strings.Repeat("n", shortLen-1)+"…</a>")
@@ -349,7 +349,7 @@ func TestHandler_TrackedSemaphoreShowsItsHoldersInTheDumpOnly(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRegistry()
 		s := semaphore.New(2, semaphore.WithName("db"), semaphore.WithHolderTracking())
-		defer registerPtr(r, s)()
+		defer registerKept(r, s)()
 		u, err := s.AcquireUnits(semaphore.ContextWithHolderLabel(context.Background(), "nightly-report"), 1)
 		require.NoError(t, err)
 		_, _, body := get(t, newHandler(r), "/d/1")
@@ -367,7 +367,7 @@ func TestHandler_NamesWithNewlinesAndMarkupShowAsText(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const name = "db\n<b>pool</b>\r\n\"x\""
 		r := newRegistry()
-		defer registerPtr(r, newFake(name, Snapshot{Capacity: 1}))()
+		defer registerKept(r, newFake(name, Snapshot{Capacity: 1}))()
 		h := newHandler(r)
 		_, _, body := get(t, h, "/d/")
 		assert.Contains(t, body, `<a href="1">db

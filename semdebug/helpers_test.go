@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -24,6 +25,17 @@ type fakeSource struct {
 
 func newFake(name string, snap Snapshot) *fakeSource {
 	return &fakeSource{name: name, kind: "fake", snap: snap, dump: "dump of " + name + "\n"}
+}
+
+// registerKept registers p on r and keeps p reachable until the returned func
+// unregisters it: registration is weak, so an object the test no longer refers
+// to could be collected, and leave the page, in the middle of the test.
+func registerKept[T any, P limiterPtr[T]](r *registry, p P) (unregister func()) {
+	unreg := registerPtr[T](r, p)
+	return func() {
+		unreg()
+		runtime.KeepAlive(p)
+	}
 }
 
 func (f *fakeSource) Name() string { return f.name }

@@ -13,7 +13,7 @@ func TestSampler_RunsOnlyWhileAPageIsViewed(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRegistry()
 		f := newFake("f", Snapshot{Capacity: 1})
-		defer registerPtr(r, f)()
+		defer registerKept(r, f)()
 		h := newHandler(r)
 
 		get(t, h, "/d/?format=json")
@@ -40,7 +40,7 @@ func TestSampler_RunsOnlyWhileAPageIsViewed(t *testing.T) {
 func TestSampler_ARefreshRenewsTheLease(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRegistry()
-		defer registerPtr(r, newFake("f", Snapshot{}))()
+		defer registerKept(r, newFake("f", Snapshot{}))()
 		h := newHandler(r)
 		for range 5 {
 			get(t, h, "/d/1?format=json")
@@ -55,8 +55,8 @@ func TestSampler_ARefreshRenewsTheLease(t *testing.T) {
 func TestSampler_SamplesOnlyTheViewedObjects(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRegistry()
-		defer registerPtr(r, newFake("viewed", Snapshot{}))()
-		defer registerPtr(r, newFake("ignored", Snapshot{}))()
+		defer registerKept(r, newFake("viewed", Snapshot{}))()
+		defer registerKept(r, newFake("ignored", Snapshot{}))()
 		get(t, newHandler(r), "/d/1")
 		time.Sleep(5 * time.Second)
 		synctest.Wait()
@@ -70,7 +70,7 @@ func TestRecord_SamplesUntilStopped(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRegistry()
 		f := newFake("f", Snapshot{})
-		defer registerPtr(r, f)()
+		defer registerKept(r, f)()
 		stop := recordPtr(r, f)
 		time.Sleep(2 * time.Hour)
 		synctest.Wait()
@@ -106,8 +106,8 @@ func TestSampler_ExitsAtOnceWhenNothingNeedsItAnyMore(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRegistry()
 		f, g := newFake("f", Snapshot{}), newFake("g", Snapshot{})
-		unregister := registerPtr(r, f)
-		defer registerPtr(r, g)()
+		unregister := registerKept(r, f)
+		defer registerKept(r, g)()
 		stopG := recordPtr(r, g)
 		recordPtr(r, f)
 		synctest.Wait()

@@ -46,7 +46,7 @@ func goldenRegistry(t *testing.T) (*registry, []*fakeSource) {
 		newFake("", Snapshot{Capacity: 1, Available: 1}),
 	}
 	for _, f := range fakes {
-		t.Cleanup(registerPtr(r, f))
+		t.Cleanup(registerKept(r, f))
 	}
 	return r, fakes
 }
@@ -88,8 +88,8 @@ func TestText_KindsThatWouldBreakARowAreQuoted(t *testing.T) {
 	hostile.kind = "job\nSTALLED  99 \x1b[2J"
 	plain := newFake("b", Snapshot{})
 	plain.kind = "job queue"
-	defer registerPtr(r, hostile)()
-	defer registerPtr(r, plain)()
+	defer registerKept(r, hostile)()
+	defer registerKept(r, plain)()
 	_, _, body := get(t, newHandler(r), "/d/?format=text")
 	assert.Len(t, strings.Split(strings.TrimSpace(body), "\n"), 5, "a summary, a blank line, a header and two rows: %q", body)
 	assert.Contains(t, body, `"job\nSTALLED  99 \x1b[2J"`)

@@ -53,7 +53,7 @@ func TestIndex_StalledRowsComeFirstWhateverTheSort(t *testing.T) {
 		newFake("z-stalled", Snapshot{Capacity: 1, Waiters: 1, HeadWait: time.Minute}),
 		newFake("m", Snapshot{Capacity: 5, Waiters: 1, HeadWait: time.Second}),
 	} {
-		defer registerPtr(r, f)()
+		defer registerKept(r, f)()
 	}
 	h := newHandler(r, WithStallThreshold(10*time.Second))
 	order := func(sort string, desc bool) []string {
@@ -76,8 +76,8 @@ func TestIndex_EveryColumnSorts(t *testing.T) {
 	low := newFake("a", Snapshot{})
 	high := newFake("b", Snapshot{Capacity: 1, InUse: 1, Available: 1, Waiters: 1, OldestHolder: 1, Broken: true})
 	high.kind = "zz"
-	defer registerPtr(r, low)()
-	defer registerPtr(r, high)()
+	defer registerKept(r, low)()
+	defer registerKept(r, high)()
 	h := newHandler(r)
 	for _, c := range columns {
 		if c.Key == "headwait" || strings.HasSuffix(c.Title, "/s") {
@@ -104,10 +104,10 @@ func TestOptions_PanicOnInvalidValues(t *testing.T) {
 // direction, and an object with no limit sorts above every capacity.
 func TestIndex_UnknownSortsBelowKnownAndNoLimitAbove(t *testing.T) {
 	r := newRegistry()
-	defer registerPtr(r, newFake("unknown", Snapshot{Unknown: AllFields}))()
-	defer registerPtr(r, newFake("zero", Snapshot{}))()
-	defer registerPtr(r, newFake("unlimited", Snapshot{Unlimited: true}))()
-	defer registerPtr(r, newFake("big", Snapshot{Capacity: 1 << 40, Available: 1 << 40}))()
+	defer registerKept(r, newFake("unknown", Snapshot{Unknown: AllFields}))()
+	defer registerKept(r, newFake("zero", Snapshot{}))()
+	defer registerKept(r, newFake("unlimited", Snapshot{Unlimited: true}))()
+	defer registerKept(r, newFake("big", Snapshot{Capacity: 1 << 40, Available: 1 << 40}))()
 	h := newHandler(r)
 	order := func(sort string, desc bool) []string {
 		var keys []string

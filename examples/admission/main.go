@@ -8,15 +8,16 @@
 //   - an admission.Controller bounding count, memory and CPU, without shedding;
 //   - the same controller with a queue bound and preemptive shedding.
 //
-// Each request has a memory cost (most are small, some large, so memory binds as
-// well as count), needs the CPU briefly, waits on a backend call in between (under
-// Await, so it does not hold others back for CPU meanwhile), and has one deadline
-// for its whole life: queueing and running. It is counted once, as served in time,
-// shed (refused at once or at the head of the queue), timed out waiting, or timed
-// out running. For each server the command prints the offered load, the goodput
-// (requests served within their deadline, per second), those counts, the latency
-// percentiles of the served requests, the peak memory held by running requests,
-// and the server's state when its queue was longest.
+// Each request has a memory cost (most are small, some large, so memory binds
+// as well as count), needs the CPU briefly, waits on a backend call in between
+// (under Await, so it does not hold others back for CPU meanwhile), and has one
+// deadline for its whole life: queueing and running. It is counted once, as
+// served in time, refused (at once for a full queue, or shed at the head of the
+// queue), timed out waiting, or timed out running. For each server the command
+// prints the offered load, the goodput (requests served within their deadline,
+// per second), those counts, the latency percentiles of the served requests,
+// the peak memory held by running requests, and the server's state when its
+// queue was longest.
 package main
 
 import (
@@ -83,13 +84,13 @@ type outcome int
 
 const (
 	served         outcome = iota // completed within its deadline
-	shed                          // refused: queue full, or shed at the head
+	refused                       // queue full, or shed at the head
 	timedOutQueued                // its deadline passed while it waited
 	timedOutActive                // its deadline passed while it ran
 	outcomes
 )
 
-var outcomeNames = [outcomes]string{"served in time", "shed", "timed out waiting", "timed out running"}
+var outcomeNames = [outcomes]string{"served in time", "refused", "timed out waiting", "timed out running"}
 
 // result is what one server did with one run's arrivals.
 type result struct {
@@ -358,7 +359,7 @@ func (s *controlled) serve(ctx context.Context, cost int64, inFlight *memoryGaug
 	if err != nil {
 		switch o, _ := semaphore.OutcomeOf(err); o {
 		case semaphore.QueueFull, semaphore.Shed:
-			return shed, time.Now(), nil
+			return refused, time.Now(), nil
 		case semaphore.TimedOut:
 			return timedOutQueued, time.Now(), nil
 		}
@@ -376,9 +377,9 @@ func (s *controlled) dump() string { return s.ctrl.Diagnostics(6) }
 
 func (s *controlled) counters() string {
 	st := s.ctrl.Stats()
-	return fmt.Sprintf("admitted %d (%d at once); queued %d, because of count %d, memory %d, CPU %d; shed %d; timed out in the queue %d",
+	return fmt.Sprintf("acquired %d (%d at once); queued %d, because of count %d, memory %d, CPU %d; rejected %d; shed %d; timed out in the queue %d",
 		st.Acquired, st.AcquiredImmediately, st.QueuedForAdmission, st.QueuedBecauseCount, st.QueuedBecauseMemory,
-		st.QueuedBecauseCPU, st.Shed, st.TimedOut)
+		st.QueuedBecauseCPU, st.Rejected, st.Shed, st.TimedOut)
 }
 
 func (s *controlled) drained() error {
@@ -409,11 +410,11 @@ func report(out io.Writer, r *result, l load) {
 }
 
 func summary(out io.Writer, results []result, l load) {
-	fmt.Fprintf(out, "%-44s %9s %9s %6s %9s %9s %8s %8s %8s\n",
-		"server", "offered/s", "goodput/s", "shed", "t/o wait", "t/o run", "p50", "p99", "peak mem")
+	fmt.Fprintf(out, "%-44s %9s %9s %7s %9s %9s %8s %8s %8s\n",
+		"server", "offered/s", "goodput/s", "refused", "t/o wait", "t/o run", "p50", "p99", "peak mem")
 	for _, r := range results {
-		fmt.Fprintf(out, "%-44s %9.0f %9.0f %6d %9d %9d %8v %8v %8s\n", r.name,
-			float64(r.offered)/l.duration.Seconds(), r.goodput(l), r.counts[shed], r.counts[timedOutQueued],
+		fmt.Fprintf(out, "%-44s %9.0f %9.0f %7d %9d %9d %8v %8v %8s\n", r.name,
+			float64(r.offered)/l.duration.Seconds(), r.goodput(l), r.counts[refused], r.counts[timedOutQueued],
 			r.counts[timedOutActive], pct(r.latencies, 50), pct(r.latencies, 99), formatMiB(r.peakMemory))
 	}
 }

@@ -27,14 +27,25 @@ import (
 )
 
 const (
-	base     = 40 * time.Millisecond
-	full     = 16 // the backend's capacity, before and after the drop
-	phaseLen = 1500 * time.Millisecond
-	tick     = 250 * time.Millisecond
+	base = 40 * time.Millisecond
+	full = 16 // the backend's capacity, before and after the drop
 )
 
+// load is how long each of the three phases (full, a quarter, full again)
+// lasts; a row is printed every sixth of a phase.
+type load struct{ phase time.Duration }
+
+// result is what one run counted.
+type result struct {
+	sent    int64 // requests the load sent
+	served  int64 // answered 200
+	refused int64 // answered another status: the limiter refused them
+	failed  int64 // ended without an answer (the client's timeout)
+	limiter adaptive.Stats
+}
+
 func main() {
-	if err := run(os.Stdout); err != nil {
+	if _, err := run(os.Stdout, load{phase: 1500 * time.Millisecond}); err != nil {
 		fmt.Fprintln(os.Stderr, "capacitydrop:", err)
 		os.Exit(1)
 	}
@@ -60,7 +71,10 @@ func (b *backend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func run(out io.Writer) error {
+// run drives the load through the three phases, prints a row every sixth of a
+// phase, and returns the counts once every request has ended.
+func run(out io.Writer, ld load) (result, error) {
+	phaseLen, tick := ld.phase, ld.phase/6
 	be := &backend{}
 	be.capacity.Store(full)
 	sem := semaphore.New(full, semaphore.WithName("backend"))
@@ -68,14 +82,14 @@ func run(out io.Writer) error {
 	srv := &http.Server{Handler: httpsem.Adaptive(l, httpsem.WithTimeout(100*time.Millisecond))(be)}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return err
+		return result{}, err
 	}
 	go srv.Serve(ln)
 	defer srv.Close()
 	url := "http://" + ln.Addr().String() + "/"
 	client := &http.Client{Timeout: time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 256}}
 
-	var served atomic.Int64
+	var sent, served, refused, failed atomic.Int64
 	ctx, cancel := context.WithTimeout(context.Background(), 3*phaseLen)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -85,15 +99,19 @@ func run(out io.Writer) error {
 		for next := time.Now(); ctx.Err() == nil; {
 			next = next.Add(time.Duration(r.ExpFloat64() / rate * float64(time.Second)))
 			time.Sleep(time.Until(next))
+			sent.Add(1)
 			wg.Go(func() {
 				resp, err := client.Get(url)
 				if err != nil {
+					failed.Add(1)
 					return
 				}
 				io.Copy(io.Discard, resp.Body)
 				resp.Body.Close()
 				if resp.StatusCode == http.StatusOK {
 					served.Add(1)
+				} else {
+					refused.Add(1)
 				}
 			})
 		}
@@ -123,5 +141,11 @@ func run(out io.Writer) error {
 	}
 	cancel()
 	wg.Wait()
-	return nil
+	// Shutdown returns once every handler has returned, so the limiter has
+	// taken every call back before its counters are read.
+	if err := srv.Shutdown(context.Background()); err != nil {
+		return result{}, err
+	}
+	return result{sent: sent.Load(), served: served.Load(), refused: refused.Load(), failed: failed.Load(),
+		limiter: l.Stats()}, nil
 }

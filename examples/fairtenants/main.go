@@ -34,11 +34,21 @@ import (
 )
 
 const (
-	base     = 40 * time.Millisecond
-	full     = 24 // the backend's capacity, before and after the drop
-	phaseLen = 1500 * time.Millisecond
-	tick     = 250 * time.Millisecond
+	base = 40 * time.Millisecond
+	full = 24 // the backend's capacity, before and after the drop
 )
+
+// load is how long each of the three phases (full, a third, full again)
+// lasts; a row is printed every sixth of a phase, the limit moves every
+// fifteenth, and a call waits at most a fifth.
+type load struct{ phase time.Duration }
+
+// result is what one run counted.
+type result struct {
+	attempts int64            // calls to Acquire
+	peakHeld map[string]int64 // the most units each tenant held in a printed row
+	set      keyed.Stats      // once every call has ended
+}
 
 type tenant struct {
 	name     string
@@ -49,7 +59,7 @@ type tenant struct {
 var tenants = []tenant{{"gold", 3, 20}, {"silver", 1, 18}, {"trial", 1, 2}}
 
 func main() {
-	if err := run(os.Stdout); err != nil {
+	if _, err := run(os.Stdout, load{phase: 1500 * time.Millisecond}); err != nil {
 		fmt.Fprintln(os.Stderr, "fairtenants:", err)
 		os.Exit(1)
 	}
@@ -85,13 +95,16 @@ func of(f func(tenant) int64) func(string) int64 {
 	}
 }
 
-func run(out io.Writer) error {
+// run drives the load through the three phases, prints a row every sixth of a
+// phase and the counters at the end, and returns what it counted.
+func run(out io.Writer, ld load) (result, error) {
+	phaseLen, tick := ld.phase, ld.phase/6
 	be := &backend{}
 	be.capacity.Store(full)
 	set := keyed.New(0, keyed.WithName("tenants"), keyed.WithLimit(full),
 		keyed.WithCapacityFunc(of(func(t tenant) int64 { return t.capacity })),
 		keyed.WithWeightFunc(of(func(t tenant) int64 { return t.weight })))
-	var completed atomic.Int64
+	var completed, attempts atomic.Int64
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*phaseLen)
 	defer cancel()
@@ -103,8 +116,9 @@ func run(out io.Writer) error {
 			for next := time.Now(); ctx.Err() == nil; {
 				next = next.Add(time.Duration(r.ExpFloat64() / rate * float64(time.Second)))
 				time.Sleep(time.Until(next))
+				attempts.Add(1)
 				wg.Go(func() {
-					wait, wcancel := context.WithTimeout(ctx, 300*time.Millisecond)
+					wait, wcancel := context.WithTimeout(ctx, phaseLen/5)
 					u, err := set.Acquire(wait, t.name, 1)
 					wcancel()
 					if err != nil {
@@ -119,7 +133,7 @@ func run(out io.Writer) error {
 	}
 
 	wg.Go(func() { // the limit: 1.1 x throughput x latency without load, + 1
-		t := time.NewTicker(100 * time.Millisecond)
+		t := time.NewTicker(phaseLen / 15)
 		defer t.Stop()
 		last := time.Now()
 		for ctx.Err() == nil {
@@ -132,6 +146,7 @@ func run(out io.Writer) error {
 
 	fmt.Fprintln(out, "time  capacity  limit  gold  silver  trial   (units held; weights 3:1:1; at most 20, 18, 2)")
 	start := time.Now()
+	peak := map[string]int64{}
 	t := time.NewTicker(tick)
 	defer t.Stop()
 	for range t.C {
@@ -146,12 +161,17 @@ func run(out io.Writer) error {
 			be.capacity.Store(full)
 		}
 		limit, _ := set.Limit()
+		held := make([]int64, len(tenants))
+		for i, tn := range tenants {
+			held[i] = set.KeyStats(tn.name).Held
+			peak[tn.name] = max(peak[tn.name], held[i])
+		}
 		fmt.Fprintf(out, "%4.2fs  %8d  %5d  %4d  %6d  %5d\n", at.Seconds(), be.capacity.Load(), limit,
-			set.KeyStats("gold").Held, set.KeyStats("silver").Held, set.KeyStats("trial").Held)
+			held[0], held[1], held[2])
 	}
 	cancel()
 	wg.Wait()
 	st := set.Stats()
 	fmt.Fprintf(out, "served %d, timed out waiting %d\n", st.Acquired, st.TimedOut)
-	return nil
+	return result{attempts: attempts.Load(), peakHeld: peak, set: st}, nil
 }

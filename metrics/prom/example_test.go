@@ -35,7 +35,7 @@ semaphore_timed_out_total{semaphore="db"} 1
 	fmt.Println(testutil.CollectAndCount(c, "semaphore_wait_duration_seconds"), "wait-time series (one per outcome)")
 	// Output:
 	// <nil>
-	// 7 wait-time series (one per outcome)
+	// 6 wait-time series (one per outcome)
 }
 
 // An AdmissionCollector exports a controller; its Do measures each operation.

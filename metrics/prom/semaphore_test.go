@@ -85,11 +85,6 @@ semaphore_wait_duration_seconds_bucket{outcome="queue_full",semaphore="db",le="5
 semaphore_wait_duration_seconds_bucket{outcome="queue_full",semaphore="db",le="+Inf"} 0
 semaphore_wait_duration_seconds_sum{outcome="queue_full",semaphore="db"} 0
 semaphore_wait_duration_seconds_count{outcome="queue_full",semaphore="db"} 0
-semaphore_wait_duration_seconds_bucket{outcome="shed",semaphore="db",le="1"} 0
-semaphore_wait_duration_seconds_bucket{outcome="shed",semaphore="db",le="5"} 0
-semaphore_wait_duration_seconds_bucket{outcome="shed",semaphore="db",le="+Inf"} 0
-semaphore_wait_duration_seconds_sum{outcome="shed",semaphore="db"} 0
-semaphore_wait_duration_seconds_count{outcome="shed",semaphore="db"} 0
 semaphore_wait_duration_seconds_bucket{outcome="timed_out",semaphore="db",le="1"} 1
 semaphore_wait_duration_seconds_bucket{outcome="timed_out",semaphore="db",le="5"} 1
 semaphore_wait_duration_seconds_bucket{outcome="timed_out",semaphore="db",le="+Inf"} 1
@@ -177,10 +172,6 @@ semaphore_wait_duration_seconds_bucket{outcome="queue_full",semaphore="db",le="1
 semaphore_wait_duration_seconds_bucket{outcome="queue_full",semaphore="db",le="+Inf"} 0
 semaphore_wait_duration_seconds_sum{outcome="queue_full",semaphore="db"} 0
 semaphore_wait_duration_seconds_count{outcome="queue_full",semaphore="db"} 0
-semaphore_wait_duration_seconds_bucket{outcome="shed",semaphore="db",le="1"} 0
-semaphore_wait_duration_seconds_bucket{outcome="shed",semaphore="db",le="+Inf"} 0
-semaphore_wait_duration_seconds_sum{outcome="shed",semaphore="db"} 0
-semaphore_wait_duration_seconds_count{outcome="shed",semaphore="db"} 0
 semaphore_wait_duration_seconds_bucket{outcome="timed_out",semaphore="db",le="1"} 0
 semaphore_wait_duration_seconds_bucket{outcome="timed_out",semaphore="db",le="+Inf"} 0
 semaphore_wait_duration_seconds_sum{outcome="timed_out",semaphore="db"} 0
