@@ -16,8 +16,8 @@ type CapacityConfig struct {
 	// its no-load value; it grows in steps of Headroom/4, Headroom/2, then
 	// Headroom while callers wait and the backend does not queue (then,
 	// and before the backend first queued, by the callers that waited);
-	// and, while nobody waits, it comes down to
-	// 1+2 Headroom times the most in flight.
+	// and, while nobody waits, it comes down to 1+2 Headroom times the most
+	// in flight.
 	// In (0, 1], default 0.25.
 	Headroom float64
 
@@ -58,11 +58,11 @@ type CapacityConfig struct {
 //     that waited for it, up to doubling, so that it probes gently near the
 //     capacity and climbs fast after the capacity rose. Until a window first
 //     finds the backend queueing, it grows by the callers that waited from
-//     the first window on: nothing is known of the capacity yet. A window whose calls
-//     were granted at less than half the last growth above the load of the
-//     window that made it does not grow the limit: the growth is not taken
-//     up yet (one such window at most, as calls larger than the growth never
-//     take it up).
+//     the first window on: nothing is known of the capacity yet. A window
+//     whose calls were granted at less than half the last growth above the
+//     load of the window that made it does not grow the limit: the growth is
+//     not taken up yet (one such window at most, as calls larger than the
+//     growth never take it up).
 //   - While the backend queues (the round trip is above its no-load value),
 //     the limit goes to the estimate times a factor between 1 and
 //     1+Headroom/2 that shrinks as the queue grows. Past 1+Headroom times the
@@ -112,7 +112,7 @@ type Capacity struct {
 	clean   time.Time     // when a window last found the round trip at its no-load value
 	drained float64       // the limit to go back to after draining; 0 when not draining
 	queued  bool          // whether a window found the backend queueing
-	grew    float64       // the load a window needs to show the last growth taken up; 0 once the limit came down
+	grew    float64       // the load a window needs to show the last growth taken up; 0 once it came down or a window held for it
 }
 
 // NewCapacity returns a Capacity at cfg's initial limit. It panics if the
@@ -259,7 +259,9 @@ func (c *Capacity) Update(s Sample) int {
 		// Callers wait and the backend does not queue: the limit bounds the
 		// load, and the backend has room for more. Probe gently at first
 		// (the limit may sit just under the capacity), then faster for
-		// each window in a row that still finds room: by h/4, h/2, then h.
+		// each window in a row that still finds room: by h/4, h/2, h, then
+		// by the callers that waited, up to doubling, as before the backend
+		// first queued, when nothing is known of its capacity.
 		step := h / float64(int(4)>>min(c.room, 2))
 		if c.room >= 3 || !c.queued {
 			step = math.Min(1, float64(s.Waited)/c.limit)
