@@ -14,8 +14,10 @@ type CapacityConfig struct {
 	// Headroom sets how far the limit goes past what the backend serves
 	// without queueing: it settles where the round trip is Headroom/3 above
 	// its no-load value; it grows in steps of Headroom/4, Headroom/2, then
-	// Headroom while callers wait and the backend does not queue; and, while
-	// nobody waits, it comes down to 1+2 Headroom times the most in flight.
+	// Headroom while callers wait and the backend does not queue (then,
+	// and before the backend first queued, by the callers that waited);
+	// and, while nobody waits, it comes down to 1+2 Headroom times the most
+	// in flight.
 	// In (0, 1], default 0.25.
 	Headroom float64
 
@@ -52,8 +54,15 @@ type CapacityConfig struct {
 //   - While callers wait for the limit and the round trip stays near its
 //     no-load value, the backend has room: the limit grows, by a quarter of
 //     Headroom in the first such window, half of it in the next one in a
-//     row, and all of it from the third on, so that it probes gently near the
-//     capacity and climbs fast after the capacity rose.
+//     row, all of it in the third, and from the fourth on by the callers
+//     that waited for it, up to doubling, so that it probes gently near the
+//     capacity and climbs fast after the capacity rose. Until a window first
+//     finds the backend queueing, it grows by the callers that waited from
+//     the first window on: nothing is known of the capacity yet. A window
+//     whose calls were granted at less than half the last growth above the
+//     load of the window that made it does not grow the limit: the growth is
+//     not taken up yet (one such window at most, as calls larger than the
+//     growth never take it up).
 //   - While the backend queues (the round trip is above its no-load value),
 //     the limit goes to the estimate times a factor between 1 and
 //     1+Headroom/2 that shrinks as the queue grows. Past 1+Headroom times the
@@ -73,7 +82,8 @@ type CapacityConfig struct {
 //     while callers wait grows the limit by 1+Headroom: the queue is too long
 //     for the limit to learn anything else.
 //   - The no-load round trip is raised when a window with clearly fewer units
-//     in flight than the one before does not answer faster: the round trip
+//     in flight than the one before does not answer faster than that one's
+//     mean (its fastest call may have run at a lower load): the round trip
 //     then does not depend on the load, so the backend got slower, not busier
 //     (a base latency that doubled), and the limit goes back to where it was
 //     before the round trip rose. And it is re-measured below the capacity
@@ -81,11 +91,12 @@ type CapacityConfig struct {
 //     backend, and does not drift up under sustained overload, as a baseline
 //     that forgets its minimum over time does.
 //
-// On the module's benchmark (the README's table), its median limit is within
-// 10% of the capacity in every phase, it serves 0.87 of the best static limit
-// per phase in real time on a shared machine (0.95 simulated), 0.99 of it
-// after the capacity fell to a quarter, with the lowest p99 of the adaptive
-// algorithms.
+// On the module's benchmark (the README's table), in simulated time, its
+// median limit is within 10% of the capacity in every phase and stays within
+// 25% of it from 0.6s after the capacity fell to a quarter; it serves 0.96 of
+// the best static limit per phase (0.75–0.89 in real time on a shared
+// machine), 0.98 of it after the capacity fell to a quarter, with the lowest
+// p99 of the adaptive algorithms.
 //
 // Capacity needs the Sample's Load and Waited, which a Limiter fills.
 type Capacity struct {
@@ -94,13 +105,14 @@ type Capacity struct {
 	noLoad  time.Duration // the no-load round trip; 0 unknown
 	est     float64       // the last window's estimate of the capacity, in units; 0 before
 	prev    Sample        // the last window acted on
-	prevRTT time.Duration // its round trip (see Update)
 	changed time.Time     // when the limit last changed
 	room    int           // windows in a row that grew the limit
 	over    int           // windows in a row that found the backend overloaded
 	calm    float64       // the limit before the last such streak began
 	clean   time.Time     // when a window last found the round trip at its no-load value
 	drained float64       // the limit to go back to after draining; 0 when not draining
+	queued  bool          // whether a window found the backend queueing
+	grew    float64       // the load a window needs to show the last growth taken up; 0 once it came down or a window held for it
 }
 
 // NewCapacity returns a Capacity at cfg's initial limit. It panics if the
@@ -189,7 +201,7 @@ func (c *Capacity) Update(s Sample) int {
 		return c.Limit()
 	}
 	raised := c.learnNoLoad(s, rtt)
-	c.prev, c.prevRTT = s, rtt
+	c.prev = s
 	if raised {
 		// The cuts since the round trip rose were for a queue that was not
 		// there: go back to the limit from before them.
@@ -206,6 +218,7 @@ func (c *Capacity) Update(s Sample) int {
 	target := c.est * f
 	var next float64
 	if q >= 1+h/4 {
+		c.queued = true
 		c.room = 0 // the streak of windows finding room is over
 	}
 	over := c.over
@@ -234,14 +247,28 @@ func (c *Capacity) Update(s Sample) int {
 		// settles rather than swings when a backend's throughput falls past
 		// its capacity (each step past it underestimates the capacity).
 		next = c.limit + (target-c.limit)/2
+	case s.Waited > 0 && meanInFlight(s) < c.grew:
+		// Callers wait, but the window's calls were granted at less than
+		// half the last growth above the units in flight of the window that
+		// made it: the growth is not taken up yet, and this window tells
+		// nothing of it. Wait for one more window (calls of more units than
+		// the growth never take it up).
+		c.grew = 0
+		next = c.limit
 	case s.Waited > 0:
 		// Callers wait and the backend does not queue: the limit bounds the
 		// load, and the backend has room for more. Probe gently at first
 		// (the limit may sit just under the capacity), then faster for
-		// each window in a row that still finds room: by h/4, h/2, then h.
+		// each window in a row that still finds room: by h/4, h/2, h, then
+		// by the callers that waited, up to doubling, as before the backend
+		// first queued, when nothing is known of its capacity.
 		step := h / float64(int(4)>>min(c.room, 2))
+		if c.room >= 3 || !c.queued {
+			step = math.Min(1, float64(s.Waited)/c.limit)
+		}
 		c.room++
 		next = math.Max(target, math.Max(c.limit*(1+step), c.limit+1))
+		c.grew = meanInFlight(s) + (next-c.limit)/2
 	default:
 		// Nobody waits and the backend does not queue: the load bounds what
 		// is in flight. Come down to what it needs, with room for bursts.
@@ -264,9 +291,11 @@ func (c *Capacity) Update(s Sample) int {
 // a window with clearly fewer units in flight than the last one, both slow, is
 // not much faster: a queue at the backend shrinks with the load; a slower
 // backend does not. A window clearly slower than the last one says nothing:
-// the backend may have lost capacity meanwhile.
+// the backend may have lost capacity meanwhile. The last window is taken at
+// its mean round trip, the one of its mean load: its fastest call may have
+// run at a lower load than the rest, granted as the load fell.
 func (c *Capacity) learnNoLoad(s Sample, rtt time.Duration) bool {
-	p, prtt := c.prev, c.prevRTT
+	p, prtt := c.prev, c.prev.RTT
 	load, prevLoad := meanInFlight(s), meanInFlight(p)
 	if load <= 0 || prevLoad <= 0 {
 		return false
@@ -298,6 +327,9 @@ func (c *Capacity) set(now time.Time, next float64) {
 	next = bound(next, float64(c.cfg.MinLimit), float64(c.cfg.MaxLimit))
 	if floorLimit(next) != c.Limit() {
 		c.changed = now
+	}
+	if next < c.limit {
+		c.grew = 0
 	}
 	c.limit = next
 }

@@ -63,6 +63,72 @@ func TestCapacity_CutsWhenTheCapacityFellToAQuarterAndLandsOnItWithinEightWindow
 	assert.Equal(t, 10, c.Estimate())
 }
 
+// A window whose calls were granted before a growth was taken up (fewer units
+// in flight than the growth allows) holds the limit, once: it tells nothing of
+// the grown limit, and growing again on it would overshoot.
+func TestCapacity_WaitsForTheLastGrowthToBeTakenUpBeforeGrowingAgain(t *testing.T) {
+	ms := 20 * time.Millisecond
+	window := func(i int, load float64) adaptive.Sample {
+		return adaptive.Sample{Time: t0.Add(time.Duration(i) * time.Second), RTT: ms, MinRTT: ms, InFlight: int(load),
+			Load: load, Count: 10, Waited: 5, Throughput: load / ms.Seconds()}
+	}
+	c := adaptive.NewCapacity(adaptive.CapacityConfig{ProbeInterval: -1})
+	require.Equal(t, 25, c.Update(window(1, 20)), "room at 20, 5 callers waited: grow")
+	assert.Equal(t, 25, c.Update(window(2, 20)), "the growth not taken up: hold")
+	assert.Equal(t, 30, c.Update(window(3, 20)), "a second such window: grow (calls larger than the growth never take it up)")
+	assert.Equal(t, 35, c.Update(window(4, 25)), "taken up: grow at once")
+}
+
+// From the fourth window in a row that finds room, the limit grows by the
+// callers that waited for it, up to doubling: the capacity rose far above it.
+func TestCapacity_GrowsByTheCallersThatWaitedFromTheFourthWindowWithRoom(t *testing.T) {
+	ms := 20 * time.Millisecond
+	c := adaptive.NewCapacity(adaptive.CapacityConfig{InitialLimit: 10, ProbeInterval: -1})
+	// A window at the no-load round trip, then one past the capacity (the
+	// limit stays: it is near the estimate).
+	c.Update(adaptive.Sample{Time: t0, RTT: ms, MinRTT: ms, InFlight: 10, Load: 10, Count: 10, Throughput: 10 / ms.Seconds()})
+	require.Equal(t, 10, c.Update(adaptive.Sample{Time: t0.Add(time.Second / 2), RTT: ms * 107 / 100, MinRTT: ms * 107 / 100,
+		InFlight: 10, Load: 10, Count: 10, Waited: 1, Throughput: 10 / (ms * 107 / 100).Seconds()}))
+	var limits []int
+	for i := range 6 {
+		load := float64(c.Limit())
+		limits = append(limits, c.Update(adaptive.Sample{Time: t0.Add(time.Duration(i) * time.Second), RTT: ms, MinRTT: ms,
+			InFlight: c.Limit(), Load: load, Count: 10, Waited: 5 * (i + 1), Throughput: load / ms.Seconds()}))
+	}
+	assert.Equal(t, []int{11, 12, 15, 31, 56, 86}, limits, "by a quarter of Headroom, half, all of it, then by the callers that waited")
+}
+
+// Until a window first finds the backend queueing, the limit grows by the
+// callers that waited for it from the first window with room, up to
+// doubling: it knows nothing of the capacity yet, and starts as fast as the
+// load asks.
+func TestCapacity_GrowsByTheCallersThatWaitedUntilTheBackendFirstQueues(t *testing.T) {
+	at := t0
+	c := adaptive.NewCapacity(adaptive.CapacityConfig{InitialLimit: 4, ProbeInterval: -1})
+	limits := load(c, thrashing{40, 20 * time.Millisecond, 0.5}, 200, 6, &at)
+	assert.Equal(t, []int{8, 16, 32, 64, 64, 48}, limits, "doubling up to the first queue, then down to the capacity")
+}
+
+// A window granted as the load fell has its fastest call at the lowest load:
+// the next, lighter window that is as fast as that call is no sign of a
+// slower backend, and the no-load round trip stays.
+func TestCapacity_TakesAWindowGrantedAsTheLoadFellAtItsMeanRoundTrip(t *testing.T) {
+	c := adaptive.NewCapacity(adaptive.CapacityConfig{InitialLimit: 40, ProbeInterval: -1})
+	ms := func(n float64) time.Duration { return time.Duration(n * float64(time.Millisecond)) }
+	window := func(i int, load float64, inFlight int, rtt, minRTT time.Duration) adaptive.Sample {
+		return adaptive.Sample{Time: t0.Add(time.Duration(i) * time.Second), RTT: rtt, MinRTT: minRTT, InFlight: inFlight,
+			Load: load, Count: 10, Waited: 5, Throughput: load / rtt.Seconds()}
+	}
+	c.Update(window(1, 40, 40, ms(50), ms(50)))
+	c.Update(window(2, 21.4, 27, ms(85), ms(67)))
+	c.Update(window(3, 13, 13, ms(67), ms(67)))
+	assert.Equal(t, ms(50), c.NoLoadRTT())
+	// A backend that got slower: the heavier window's calls all took as long.
+	c.Update(window(4, 21, 21, ms(100), ms(100)))
+	c.Update(window(5, 13, 13, ms(100), ms(100)))
+	assert.Equal(t, ms(100), c.NoLoadRTT())
+}
+
 func TestCapacity_ReturnsToARisenCapacityWithinTenWindows(t *testing.T) {
 	at := t0
 	c := adaptive.NewCapacity(adaptive.CapacityConfig{ProbeInterval: -1})
