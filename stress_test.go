@@ -204,3 +204,79 @@ func TestStress_ObserverAndTrackingAgreeWithStats(t *testing.T) {
 	require.Equal(t, int64(8), s.Available())
 	assert.Contains(t, headline(s), "no waiters, 8 of 8 available, 0 held")
 }
+
+// Pairs of goroutines race a cancellation against the Release that grants the
+// cancelled call, with holder tracking and an observer, while others resize:
+// every call that returned nil is counted in Acquired and no other is, the
+// observer's events agree with Stats outcome by outcome (a grant given back is
+// one Cancelled event, not a Granted one), and every unit comes back.
+func TestStress_GrantsRacingCancellationsKeepCountsAndUnitsExact(t *testing.T) {
+	rec := &recorder{}
+	s := semaphore.New(2, semaphore.WithObserver(rec), semaphore.WithHolderTracking())
+	rounds := 2000
+	if testing.Short() || raceEnabled {
+		rounds = 300
+	}
+	var succeeded, failed, tried atomic.Int64
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(g), 5))
+			for range rounds {
+				ctx, cancel := context.WithCancel(context.Background())
+				n := rng.Int64N(2) + 1
+				held := s.TryAcquire(1)
+				if held {
+					tried.Add(1)
+				}
+				yields := rng.IntN(3)
+				go func() {
+					for range yields {
+						runtime.Gosched()
+					}
+					cancel()
+				}()
+				if held {
+					s.Release(1) // races the cancellation to grant a waiter
+				}
+				var err error
+				if rng.IntN(2) == 0 {
+					var u *semaphore.Units
+					if u, err = s.AcquireUnits(ctx, n); err == nil {
+						u.Release()
+					}
+				} else {
+					err = semaphore.WithSemaphore(ctx, s, n, func(context.Context) error { return nil })
+				}
+				cancel()
+				if err != nil {
+					require.ErrorIs(t, err, context.Canceled)
+					failed.Add(1)
+				} else {
+					succeeded.Add(1)
+				}
+			}
+		})
+	}
+	wg.Go(func() {
+		for i := range rounds {
+			s.Resize(int64(2 + i%2))
+			runtime.Gosched()
+		}
+		s.Resize(2)
+	})
+	wg.Wait()
+
+	st := s.Stats()
+	events := map[semaphore.Outcome]uint64{}
+	for _, e := range rec.got() {
+		events[e.Outcome]++
+	}
+	assert.Equal(t, st.Acquired-st.AcquiredImmediately, events[semaphore.Granted], "one Granted event per grant kept after waiting")
+	assert.Equal(t, st.Cancelled, events[semaphore.Cancelled], "one Cancelled event per cancelled call")
+	assert.Equal(t, uint64(failed.Load()), st.Cancelled, "every failed call counted once, as Cancelled")
+	assert.Equal(t, uint64(succeeded.Load()+tried.Load()), st.Acquired, "every call that returned nil or true counted once")
+	assert.Equal(t, int64(2), s.Available(), "every unit came back")
+	assert.Equal(t, 0, s.Waiters())
+	assert.Contains(t, headline(s), "no waiters, 2 of 2 available, 0 held")
+}

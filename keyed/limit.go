@@ -143,10 +143,22 @@ func (l *limit) takeLocked(n int64) bool {
 // documents, and then has taken nothing.
 func (s *Set) take(ctx context.Context, timed bool, d time.Duration, e *entry, key string, n int64) error {
 	if s.limit.tryTake(n) {
-		s.grantedAt(e, n)
-		return nil
+		return s.keep(ctx, e, key, n)
 	}
 	return s.takeSlow(ctx, timed, d, e, key, n)
+}
+
+// keep finishes a grant of n units that the call on e took without waiting. A
+// call whose context is done once it holds them gives them back, as the core's
+// Acquire does, and fails with its context's error: a cancellation that came
+// before the grant always wins. Set.mu must not be held.
+func (s *Set) keep(ctx context.Context, e *entry, key string, n int64) error {
+	if done := ctx.Done(); done != nil && isClosed(done) {
+		s.untake(n)
+		return s.failContext(ctx, key, n, false, 0, 0)
+	}
+	s.grantedAt(e, n)
+	return nil
 }
 
 // grantedAt counts n units granted at the limit to a call on e.
@@ -173,8 +185,7 @@ func (s *Set) takeSlow(ctx context.Context, timed bool, d time.Duration, e *entr
 	}
 	if l.tryTake(n) {
 		s.mu.Unlock()
-		s.grantedAt(e, n)
-		return nil
+		return s.keep(ctx, e, key, n)
 	}
 	if timed && d <= 0 {
 		s.mu.Unlock()
@@ -295,6 +306,11 @@ func (l *limit) uncontend(e *entry) {
 // giveBack returns n units of the limit that a call on e held.
 func (s *Set) giveBack(e *entry, n int64) {
 	e.held.Add(-n)
+	s.untake(n)
+}
+
+// untake returns n units to the limit. Set.mu must not be held.
+func (s *Set) untake(n int64) {
 	if s.limit.state.Add(n<<1)&flagContended != 0 {
 		// Someone waits: the units go where dispatch says (see the state word).
 		s.mu.Lock()

@@ -473,3 +473,45 @@ func TestLimit_AGrantThatRacesTheContextIsGivenBackAndNotCharged(t *testing.T) {
 		keep.Release()
 	})
 }
+
+// cancelOnKeyGrant cancels a context the moment its call is granted its key's
+// units after waiting: between the key level's grant and the global level's.
+type cancelOnKeyGrant struct{ cancel context.CancelFunc }
+
+func (o cancelOnKeyGrant) WaitEnded(_ *keyed.Set, _ string, e semaphore.WaitEvent) {
+	if e.Outcome == semaphore.Granted {
+		o.cancel()
+	}
+}
+
+func (cancelOnKeyGrant) Broken(*keyed.Set, error) {}
+
+func TestLimit_ACancellationBeforeTheLimitsGrantWins(t *testing.T) {
+	for _, level := range []string{"limit", "global"} {
+		t.Run(level, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				opts := []keyed.Option{keyed.WithObserver(cancelOnKeyGrant{cancel})}
+				g := semaphore.New(4)
+				if level == "limit" {
+					opts = append(opts, keyed.WithLimit(4))
+				} else {
+					opts = append(opts, keyed.WithGlobal(g))
+				}
+				s := keyed.New(4, opts...)
+				x, _ := s.TryAcquire("k", 4)
+				call := acquireAsync(ctx, s, "k", 1)
+				synctest.Wait()
+				x.Release() // grants the key's unit; the context ends before the global level grants
+				r := <-call
+				require.ErrorIs(t, r.err, context.Canceled, "the context ended before the global level's grant")
+				assert.Nil(t, r.u)
+				assert.Equal(t, int64(0), s.Stats().Held)
+				u, ok := s.TryAcquire("j", 4)
+				require.True(t, ok, "every unit of the global level came back")
+				u.Release()
+			})
+		})
+	}
+}

@@ -127,8 +127,10 @@ func New(capacity int64, opts ...Option) *Set {
 // when the key's wait list is full (WithMaxWaiters) or the global semaphore's
 // is. It then holds nothing: units taken at the key level are given back before
 // it returns, and it returns a nil *Units. A context done before the call is
-// reported first. semaphore.OutcomeOf tells how the call ended. Acquire panics
-// if n is negative.
+// reported first, and a call granted at either level while its context is
+// already done fails with the context's error and gives the units back, as the
+// core's Acquire does. semaphore.OutcomeOf tells how the call ended. Acquire
+// panics if n is negative.
 func (s *Set) Acquire(ctx context.Context, key string, n int64) (*Units, error) {
 	e, i, b := s.join(key, n)
 	if b != nil {

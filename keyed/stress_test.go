@@ -224,3 +224,148 @@ func TestStress_AKeyHasOneEntryAtATime(t *testing.T) {
 	assert.Zero(t, violations.Load(), "a key was held twice at once")
 	assert.Equal(t, 0, s.Stats().Keys)
 }
+
+// cancelSome cancels the context of some calls the moment they are granted
+// their key's units after waiting, so that the limit's grant meets a done
+// context.
+type cancelSome struct{ cancels sync.Map } // key -> context.CancelFunc
+
+func (o *cancelSome) WaitEnded(_ *keyed.Set, key string, e semaphore.WaitEvent) {
+	if c, ok := o.cancels.Load(key); ok && e.Outcome == semaphore.Granted {
+		c.(context.CancelFunc)()
+	}
+}
+
+func (*cancelSome) Broken(*keyed.Set, error) {}
+
+// TestStress_TheLimitIsNeverExceededAtAnyGrant runs many goroutines on a few
+// keys of a set with a limit of its own, weights and guarantees, with
+// cancellations before, during and after the grants at both levels, timeouts,
+// TryAcquire, and a goroutine resizing the limit without pause, and counts the
+// units out on the test's side at every grant: never more than the largest
+// limit set, never more than a key's capacity. Then every unit comes back, the
+// counters agree with the test's, and no key is left.
+func TestStress_TheLimitIsNeverExceededAtAnyGrant(t *testing.T) {
+	const (
+		keys    = 6
+		keyCap  = 3
+		hi      = 5
+		workers = 48
+	)
+	ops := 2000
+	if testing.Short() || raceEnabled {
+		ops = 300
+	}
+	obs := &cancelSome{}
+	s := keyed.New(keyCap, keyed.WithName("stress"), keyed.WithLimit(hi), keyed.WithObserver(obs),
+		keyed.WithWeightFunc(func(k string) int64 { i, _ := strconv.Atoi(k); return int64(i%3) + 1 }),
+		keyed.WithGuaranteeFunc(func(k string) int64 { i, _ := strconv.Atoi(k); return int64(i % 2) }))
+
+	var total atomic.Int64
+	var out [keys]atomic.Int64
+	var violations, granted atomic.Int64
+	stop := make(chan struct{})
+	var resizer sync.WaitGroup
+	resizer.Go(func() {
+		r := rand.New(rand.NewPCG(99, 1))
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			s.Resize(hi - r.Int64N(hi+1)) // 0 to hi: the units out never exceed hi
+			runtime.Gosched()
+		}
+	})
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			r := rand.New(rand.NewPCG(uint64(w), 3))
+			for range ops {
+				k := r.IntN(keys)
+				key := strconv.Itoa(k)
+				n := r.Int64N(keyCap + 1)
+				var u *keyed.Units
+				var err error
+				switch r.IntN(6) {
+				case 0:
+					var ok bool
+					if u, ok = s.TryAcquire(key, n); !ok {
+						continue
+					}
+				case 1:
+					u, err = s.AcquireTimeout(time.Duration(r.IntN(100))*time.Microsecond, key, n)
+				case 2:
+					ctx, cancel := context.WithCancel(context.Background())
+					yields := r.IntN(4)
+					go func() {
+						for range yields {
+							runtime.Gosched()
+						}
+						cancel()
+					}()
+					u, err = s.Acquire(ctx, key, n)
+					cancel()
+				case 3:
+					// Cancelled once a call of the key is granted its key's
+					// units after waiting: the limit's grant, with or without
+					// waiting, meets a done context.
+					ctx, cancel := context.WithCancel(context.Background())
+					obs.cancels.Store(key, context.CancelFunc(cancel))
+					u, err = s.Acquire(ctx, key, n)
+					cancel()
+				default:
+					ctx, cancel := context.WithTimeout(context.Background(), time.Duration(r.IntN(2000))*time.Microsecond)
+					u, err = s.Acquire(ctx, key, n)
+					cancel()
+				}
+				if err != nil {
+					require.Nil(t, u)
+					o, ok := semaphore.OutcomeOf(err)
+					assert.True(t, ok, err)
+					assert.Contains(t, []semaphore.Outcome{semaphore.Cancelled, semaphore.TimedOut, semaphore.TooLarge}, o, err)
+					continue
+				}
+				granted.Add(1)
+				if total.Add(n) > hi {
+					violations.Add(1)
+				}
+				if out[k].Add(n) > keyCap {
+					violations.Add(1)
+				}
+				for range r.IntN(3) {
+					runtime.Gosched()
+				}
+				out[k].Add(-n)
+				total.Add(-n)
+				u.Release()
+			}
+		})
+	}
+	wg.Wait()
+	close(stop)
+	resizer.Wait()
+
+	assert.Zero(t, violations.Load(), "more units out than the limit or a key's capacity")
+	assert.Positive(t, granted.Load())
+	st := s.Stats()
+	assert.Equal(t, 0, st.Keys)
+	assert.Equal(t, int64(0), st.Held)
+	assert.Equal(t, 0, st.Waiters)
+	assert.Equal(t, uint64(granted.Load()), st.Acquired)
+	s.Resize(hi)
+	var all []*keyed.Units
+	for k := range hi {
+		u, ok := s.TryAcquire(strconv.Itoa(k), 1)
+		require.True(t, ok, "every unit of the limit came back, and nobody waits")
+		all = append(all, u)
+	}
+	x, ok := s.TryAcquire("x", 1)
+	assert.False(t, ok, "the limit is exact")
+	x.Release()
+	for _, u := range all {
+		u.Release()
+	}
+	require.NoError(t, s.Drain(context.Background()))
+}
