@@ -311,24 +311,7 @@ func runLimitModel(t *testing.T, m *fairModel, ops []byte) {
 		keyed.WithGuaranteeFunc(param(func(k *fairKey) int64 { return k.guarantee })))
 	brokenBy := errors.New("model break")
 
-	start := func(c *modelCall, timed bool) {
-		c.done = make(chan result, 1)
-		var ctx context.Context = context.Background()
-		if !timed {
-			ctx, c.cancel = context.WithCancel(context.Background())
-		}
-		d := c.deadline.Sub(m.now)
-		go func() {
-			var u *keyed.Units
-			var err error
-			if timed {
-				u, err = s.AcquireTimeout(d, c.key, c.n)
-			} else {
-				u, err = s.Acquire(ctx, c.key, c.n)
-			}
-			c.done <- result{u, err}
-		}()
-	}
+	start := func(c *modelCall, timed bool) { c.start(s, timed, m.now) }
 	enqueue := func(c *modelCall) {
 		m.calls = append(m.calls, c)
 		k := m.keys[c.key]

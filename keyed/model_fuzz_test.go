@@ -178,24 +178,7 @@ func runSetModel(t *testing.T, gCap int64, caps map[string]int64, ops []byte) {
 	keys := []string{"a", "b", "c"}
 	brokenBy := errors.New("model break")
 
-	start := func(c *modelCall, timed bool) {
-		c.done = make(chan result, 1)
-		var ctx context.Context = context.Background()
-		if !timed {
-			ctx, c.cancel = context.WithCancel(context.Background())
-		}
-		d := c.deadline.Sub(m.now)
-		go func() {
-			var u *keyed.Units
-			var err error
-			if timed {
-				u, err = s.AcquireTimeout(d, c.key, c.n)
-			} else {
-				u, err = s.Acquire(ctx, c.key, c.n)
-			}
-			c.done <- result{u, err}
-		}()
-	}
+	start := func(c *modelCall, timed bool) { c.start(s, timed, m.now) }
 	// enqueue puts a new call in the model as the set sees it arrive.
 	enqueue := func(c *modelCall) {
 		m.calls = append(m.calls, c)
@@ -370,4 +353,26 @@ func runSetModel(t *testing.T, gCap int64, caps map[string]int64, ops []byte) {
 	if g != nil && !m.broken {
 		require.Equal(t, gCap, g.Available())
 	}
+}
+
+// start makes c's call on s on a goroutine of its own: AcquireTimeout until
+// c.deadline when timed, else Acquire with a context c.cancel ends. Its result
+// arrives on c.done.
+func (c *modelCall) start(s *keyed.Set, timed bool, now time.Time) {
+	c.done = make(chan result, 1)
+	var ctx context.Context = context.Background()
+	if !timed {
+		ctx, c.cancel = context.WithCancel(context.Background())
+	}
+	d := c.deadline.Sub(now)
+	go func() {
+		var u *keyed.Units
+		var err error
+		if timed {
+			u, err = s.AcquireTimeout(d, c.key, c.n)
+		} else {
+			u, err = s.Acquire(ctx, c.key, c.n)
+		}
+		c.done <- result{u, err}
+	}()
 }
