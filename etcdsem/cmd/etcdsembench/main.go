@@ -5,10 +5,12 @@
 // one) for 1, 4 and 8 worker processes of 16 goroutines each, at capacity 64
 // and 256, each grant held 100µs or 10ms; then units moving between processes
 // when demand shifts: one process's load stops, another's starts, and the
-// time until the second is first served, in etcd round trips.
+// time until the second is first served, in etcd round trips; then three
+// processes of different demands on one capacity, and the units each holds
+// against its max-min share.
 //
 //	go -C etcdsem run ./cmd/etcdsembench              # the whole table, 3 runs each (some minutes)
-//	go -C etcdsem run ./cmd/etcdsembench -quick       # one row per mode and the shift, 1 run (seconds)
+//	go -C etcdsem run ./cmd/etcdsembench -quick       # one row per mode, the shift and the split, 1 run (seconds)
 //	go -C etcdsem run ./cmd/etcdsembench -runs 1 -procs 4 -capacity 256 -hold 100us
 //
 // Each row is the median of its runs, with the range of the runs after it.
@@ -58,7 +60,7 @@ type config struct {
 
 func run(args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("etcdsembench", flag.ContinueOnError)
-	quick := fs.Bool("quick", false, "one row per mode (4 processes, capacity 256, 100µs holds) and the shift, 1 run of 1s (unless -runs, -duration)")
+	quick := fs.Bool("quick", false, "one row per mode (4 processes, capacity 256, 100µs holds), the shift and the split, 1 run of 1s (unless -runs, -duration)")
 	runs := fs.Int("runs", 3, "runs of each row; the row shows their median and range")
 	dur := fs.Duration("duration", 3*time.Second, "the load of one run")
 	goroutines := fs.Int("goroutines", 16, "goroutines per process")
@@ -68,6 +70,7 @@ func run(args []string, out io.Writer) error {
 	holdsFlag := fs.String("hold", "100us,10ms", "hold times, comma-separated")
 	modesFlag := fs.String("modes", "plain,blocks,mutex", "modes, comma-separated")
 	shift := fs.Bool("shift", true, "measure the shift of demand between two processes")
+	split := fs.Bool("split", true, "measure how three processes of different demands share one capacity")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -152,6 +155,11 @@ func run(args []string, out io.Writer) error {
 			}
 			fmt.Fprintf(out, "| %s | %s | %s | %s |\n", mode, spread(served, fmtDuration),
 				spread(trips, func(f float64) string { return strconv.FormatFloat(f, 'f', 1, 64) }), spread(rtts, fmtDuration))
+		}
+	}
+	if *split {
+		if err := b.printSplit(out, *runs); err != nil {
+			return err
 		}
 	}
 	return nil
