@@ -136,25 +136,8 @@ func run(args []string, out io.Writer) error {
 			spread(p50s, fmtDuration), spread(p99s, fmtDuration))
 	}
 	if *shift {
-		fmt.Fprintln(out, "\nshifting demand (capacity 16, block size 4, 16 goroutines, 10ms holds): one process's load stops, then another's starts")
-		fmt.Fprintln(out, "\n| mode | first grant of the new load after its start | in etcd round trips | round trip |")
-		fmt.Fprintln(out, "|---|---|---|---|")
-		for _, mode := range []string{"plain", "blocks"} {
-			var served, rtts []time.Duration
-			var trips []float64
-			for range *runs {
-				wait, rtt, err := b.shift(mode)
-				for tries := 1; errors.Is(err, errNotStopped) && tries < 5; tries++ {
-					wait, rtt, err = b.shift(mode)
-				}
-				if err != nil {
-					return fmt.Errorf("shift, %s: %w", mode, err)
-				}
-				served, rtts = append(served, wait), append(rtts, rtt)
-				trips = append(trips, float64(wait)/float64(rtt))
-			}
-			fmt.Fprintf(out, "| %s | %s | %s | %s |\n", mode, spread(served, fmtDuration),
-				spread(trips, func(f float64) string { return strconv.FormatFloat(f, 'f', 1, 64) }), spread(rtts, fmtDuration))
+		if err := b.printShift(out, *runs); err != nil {
+			return err
 		}
 	}
 	if *split {
@@ -201,35 +184,6 @@ func (b *bench) load(c config) (loadResult, error) {
 	}
 	return loadResult{rate: float64(grants) / b.dur.Seconds(), p50: h.quantile(0.5), p99: h.quantile(0.99)}, nil
 }
-
-// shift runs two processes on capacity 16: the first loads it for a while and
-// stops, keeping its handle open; the second starts its load once the first
-// has stopped. It returns the time from the second's start to its first grant,
-// and its etcd round trip.
-func (b *bench) shift(mode string) (time.Duration, time.Duration, error) {
-	b.runs++
-	name := fmt.Sprintf("etcdsembench/%d-%d", os.Getpid(), b.runs)
-	start := time.Now().Add(2500 * time.Millisecond)
-	first := spec{Endpoint: b.endpoint, Name: name, Mode: mode, Capacity: 16, Block: 4,
-		Goroutines: 16, Hold: 10 * time.Millisecond, Start: start, Duration: time.Second}
-	second := first
-	second.Index, second.Start, second.Duration = 1, start.Add(first.Duration+700*time.Millisecond), 300*time.Millisecond
-	results, err := runWorkers([]spec{first, second})
-	if err != nil {
-		return 0, 0, err
-	}
-	if !results[0].Stopped.Before(second.Start) {
-		return 0, 0, errNotStopped
-	}
-	if results[1].First.IsZero() {
-		return 0, 0, errors.New("the second load was never served")
-	}
-	return results[1].First.Sub(second.Start), results[1].RTT, nil
-}
-
-// errNotStopped: a shift run whose first load was still releasing when the
-// second started (a loaded machine): it measures nothing and is run again.
-var errNotStopped = errors.New("the first load had not stopped when the second started")
 
 // runWorkers starts one worker process per spec, waits for every result, and
 // then ends them all (a worker holds its handle until then).

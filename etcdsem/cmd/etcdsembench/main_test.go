@@ -32,8 +32,10 @@ func TestRun_QuickPrintsARowPerModeTheShiftAndTheSplit(t *testing.T) {
 		assert.Contains(t, out.String(), "| 4 | 256 | 100µs "+mode)
 	}
 	for _, mode := range []string{"\n| plain |", "\n| blocks |"} {
-		assert.Equal(t, 2, strings.Count(out.String(), mode), "a shift row and a split row per mode")
+		assert.Equal(t, 3, strings.Count(out.String(), mode), "a shift row per shape and a split row per mode")
 	}
+	assert.Contains(t, out.String(), "| starts after the units went idle")
+	assert.Contains(t, out.String(), "| waits for them all when the load stops")
 	assert.Contains(t, out.String(), "max-min shares [2 7 7]")
 }
 
