@@ -4,10 +4,10 @@
 // concurrency.Mutex (capacity mutexes, each goroutine always taking the same
 // one) for 1, 4 and 8 worker processes of 16 goroutines each, at capacity 64
 // and 256, each grant held 100µs or 10ms; then units moving between processes
-// when demand shifts: one process's load stops, another's starts, and the
-// time until the second is first served, in etcd round trips; then three
-// processes of different demands on one capacity, and the units each holds
-// against its max-min share.
+// when demand shifts (shift.go): one process's load stops, and the time until
+// another process is served, in etcd round trips; then three processes of
+// different demands on one capacity, and the units each holds against its
+// max-min share (split.go).
 //
 //	go -C etcdsem run ./cmd/etcdsembench              # the whole table, 3 runs each (some minutes)
 //	go -C etcdsem run ./cmd/etcdsembench -quick       # one row per mode, the shift and the split, 1 run (seconds)

@@ -20,7 +20,10 @@ import (
 //   - waits: the second process waits for the whole capacity (one goroutine
 //     asking for shiftCapacity units, its key queued in etcd) from 0.3 s
 //     before the first's load stops: the time from the first's last release
-//     before that grant to the grant.
+//     before that grant to the grant. In block mode that is the load's last
+//     release (the first keeps its fair share, half, while its load runs);
+//     plain mode serves the request in FIFO order once the holders ahead of
+//     it release, while the load runs.
 //
 // Each is also given in etcd write round trips, two ways: the time of one
 // write the second process makes at the moment measured from (the second's

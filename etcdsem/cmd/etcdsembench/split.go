@@ -2,12 +2,12 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/fairsem/semaphore/etcdsem"
@@ -123,9 +123,10 @@ func sampleSplit(ctx context.Context, probe *etcdsem.Semaphore, start time.Time,
 		}
 		units := make([]int64, len(splitDemands))
 		for _, e := range st.Holders {
-			i, err := strconv.Atoi(e.Client[len("worker-"):])
-			if err != nil || i < 0 || i >= len(units) {
-				out.err = errors.Join(fmt.Errorf("a holder of unknown client %q", e.Client), err)
+			idx, ok := strings.CutPrefix(e.Client, "worker-")
+			i, err := strconv.Atoi(idx)
+			if !ok || err != nil || i < 0 || i >= len(units) {
+				out.err = fmt.Errorf("a holder of unknown client %q", e.Client)
 				return out
 			}
 			units[i] += e.Units
