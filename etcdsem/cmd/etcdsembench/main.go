@@ -68,7 +68,7 @@ func run(args []string, out io.Writer) error {
 	procsFlag := fs.String("procs", "1,4,8", "process counts, comma-separated")
 	capsFlag := fs.String("capacity", "64,256", "capacities, comma-separated")
 	holdsFlag := fs.String("hold", "100us,10ms", "hold times, comma-separated")
-	modesFlag := fs.String("modes", "plain,blocks,mutex", "modes, comma-separated")
+	modesFlag := fs.String("modes", "plain,blocks,mutex", "modes, comma-separated (the shift and the split run plain and blocks of them)")
 	shift := fs.Bool("shift", true, "measure the shift of demand between two processes")
 	split := fs.Bool("split", true, "measure how three processes of different demands share one capacity")
 	if err := fs.Parse(args); err != nil {
@@ -135,13 +135,21 @@ func run(args []string, out io.Writer) error {
 			spread(rates, func(r float64) string { return strconv.FormatFloat(r, 'f', 0, 64) }),
 			spread(p50s, fmtDuration), spread(p99s, fmtDuration))
 	}
-	if *shift {
-		if err := b.printShift(out, *runs); err != nil {
+	// The shift and the split are etcdsem's: plain and block mode, as -modes
+	// asks.
+	var semModes []string
+	for _, m := range strings.Split(*modesFlag, ",") {
+		if m == "plain" || m == "blocks" {
+			semModes = append(semModes, m)
+		}
+	}
+	if *shift && len(semModes) > 0 {
+		if err := b.printShift(out, *runs, semModes); err != nil {
 			return err
 		}
 	}
-	if *split {
-		if err := b.printSplit(out, *runs); err != nil {
+	if *split && len(semModes) > 0 {
+		if err := b.printSplit(out, *runs, semModes); err != nil {
 			return err
 		}
 	}

@@ -58,6 +58,14 @@ func TestSplitSamples_JudgeAveragesTheMeasuredPeriod(t *testing.T) {
 	assert.Equal(t, time.Duration(-1), r.converged, "never within a unit")
 }
 
+func TestRun_ShiftAndSplitRunOnlyTheModesAsked(t *testing.T) {
+	var out strings.Builder
+	require.NoError(t, run([]string{"-quick", "-modes", "mutex", "-duration", "100ms"}, &out))
+	assert.Contains(t, out.String(), "| mutex |")
+	assert.NotContains(t, out.String(), "shifting demand", "the shift is plain and block mode's")
+	assert.NotContains(t, out.String(), "max-min shares", "the split is plain and block mode's")
+}
+
 func TestRun_RefusesNonPositiveSettings(t *testing.T) {
 	for _, args := range [][]string{{"-runs", "0"}, {"-duration", "0s"}, {"-goroutines", "0"}, {"-block", "-1"}} {
 		assert.Error(t, run(args, &strings.Builder{}), "%v", args)

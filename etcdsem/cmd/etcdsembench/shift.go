@@ -59,15 +59,15 @@ var shiftShapes = []shiftShape{
 	{"waits for them all when the load stops: the last release to its grant", (*bench).shiftWaits},
 }
 
-// printShift runs each shape in each mode and prints its table.
-func (b *bench) printShift(out io.Writer, runs int) error {
+// printShift runs each shape in each of modes and prints its table.
+func (b *bench) printShift(out io.Writer, runs int, modes []string) error {
 	fmt.Fprintf(out, "\nshifting demand (capacity %d, block size %d, 16 goroutines, %v holds): one process's load stops, another process is served\n",
 		shiftCapacity, shiftBlock, shiftHold)
 	fmt.Fprintln(out, "\n| mode | the other process | served after | in writes at that moment | write at that moment | in round trips before | round trip before |")
 	fmt.Fprintln(out, "|---|---|---|---|---|---|---|")
 	trips := func(f float64) string { return strconv.FormatFloat(f, 'f', 1, 64) }
 	for _, sh := range shiftShapes {
-		for _, mode := range []string{"plain", "blocks"} {
+		for _, mode := range modes {
 			var served, along, before []time.Duration
 			var inAlong, inBefore []float64
 			for range runs {

@@ -170,8 +170,8 @@ func (ss splitSamples) judge(start, measured time.Time, shares []int64) splitRes
 	return res
 }
 
-// printSplit runs the split in each mode and prints its table.
-func (b *bench) printSplit(out io.Writer, runs int) error {
+// printSplit runs the split in each of modes and prints its table.
+func (b *bench) printSplit(out io.Writer, runs int, modes []string) error {
 	shares := splitShares()
 	fmt.Fprintf(out, "\nsplit (capacity %d, block size %d, %v holds): processes of %v goroutines load it at once; max-min shares %v\n",
 		splitCapacity, splitBlock, splitHold, splitDemands, shares)
@@ -183,7 +183,7 @@ func (b *bench) printSplit(out io.Writer, runs int) error {
 	}
 	fmt.Fprintln(out, head+" samples with every process within a unit of its share | first such sample after |")
 	fmt.Fprintln(out, rule+"---|---|")
-	for _, mode := range []string{"plain", "blocks"} {
+	for _, mode := range modes {
 		var rs []splitResult
 		for range runs {
 			r, err := b.split(mode)
