@@ -112,7 +112,10 @@ const (
 // requireSplit waits until the handles hold their max-min shares within one
 // unit, then samples the split shareSamples times and requires it near the
 // shares in at least shareNear of them, the capacity never exceeded, and
-// every handle granting its callers all along.
+// every handle granting its callers all along. The deadline is generous: a
+// handle whose callers stop gives its units back only once they are found
+// free at two checks a second apart (nobody else waits in etcd: the others
+// hold their shares), and the machine may be loaded.
 func requireSplit(t *testing.T, probe *Semaphore, capacity int64, shares map[string]int64, loads ...*shareLoad) {
 	t.Helper()
 	tick := time.NewTicker(10 * time.Millisecond)
