@@ -63,7 +63,8 @@
 // asks for less than its share has its calls served within about one grant to
 // each other waiting key. Units count by size: a call for 3 units advances its
 // key three times as far as a call for 1. Grants made while nobody waits at the
-// limit advance nothing.
+// limit advance nothing, and a grant given back because the call's context
+// ended as it was made moves its key's virtual time back.
 //
 // Ordering by virtual time rather than by the units each key holds now makes
 // the shares exact over time when the limit is small: a limit of 8 split 1:4

@@ -457,19 +457,40 @@ func TestLimit_AGrantThatRacesTheContextIsGivenBackAndNotCharged(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := keyed.New(4, keyed.WithLimit(1))
 		x, _ := s.TryAcquire("x", 1)
-		keep, _ := s.TryAcquire("a", 0) // keeps a active: 1 grant
+		keep, _ := s.TryAcquire("a", 0) // keeps a active: 1 grant, and its virtual time
 		ctx, cancel := context.WithCancel(context.Background())
 		raced := acquireAsync(ctx, s, "a", 1)
 		synctest.Wait()
-		x.Release() // grants a's call...
+		b1 := acquireAsync(context.Background(), s, "b", 1)
+		synctest.Wait()
+		x.Release() // grants a's call, which waited first...
 		cancel()    // ...and its context ends before it runs
 		r := <-raced
 		require.ErrorIs(t, r.err, context.Canceled, "granted as its context ended: the caller sees the context's error")
 		assert.Equal(t, uint64(1), s.KeyStats("a").Acquired, "the grant it did not use is not counted")
 		assert.Equal(t, int64(0), s.KeyStats("a").Held)
-		u, ok := s.TryAcquire("b", 1)
-		require.True(t, ok, "the unit came back")
-		u.Release()
+		r = <-b1
+		require.NoError(t, r.err, "the unit came back and went to b")
+		// b was granted a unit and a none: a's next call goes before b's,
+		// although b's waited first.
+		b2 := acquireAsync(context.Background(), s, "b", 1)
+		synctest.Wait()
+		a2 := acquireAsync(context.Background(), s, "a", 1)
+		synctest.Wait()
+		r.u.Release()
+		synctest.Wait()
+		next := b2
+		select {
+		case r = <-a2:
+		case r = <-b2:
+			assert.Fail(t, "b was served first: a's virtual time still counts the unit it gave back")
+			next = a2
+		}
+		require.NoError(t, r.err)
+		r.u.Release()
+		r = <-next
+		require.NoError(t, r.err)
+		r.u.Release()
 		keep.Release()
 	})
 }
