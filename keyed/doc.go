@@ -48,6 +48,9 @@
 //     of other keys.
 //   - Each key's calls are served in the order they reached the limit, a large
 //     one at the head holding up the key's smaller ones behind it.
+//   - A request for 0 units follows the same order, as in the core: while calls
+//     wait at the limit it waits for its key's turn, and after a shrinking
+//     Resize until the units held are within the limit.
 //   - Nothing held is ever taken back. The units held by all keys never exceed
 //     the limit; after a shrinking Resize no call is granted until they are
 //     below the new one.
