@@ -282,6 +282,7 @@ func (p *blockPool) step(idle bool) bool {
 			ok = false
 		}
 	}
+	p.publish(idle)
 	return ok
 }
 
