@@ -220,3 +220,23 @@ func TestReports_ANewLeaseGetsAReport(t *testing.T) {
 	})
 	require.NoError(t, u.Release(ctx))
 }
+
+// FuzzParseReport checks that any value parses without panicking, that a
+// report parsed has no negative count, and that what formatReport writes
+// reads back whatever the label holds.
+func FuzzParseReport(f *testing.F) {
+	f.Add([]byte("3 4 2 5 6 7 90000000005 worker-1"), "worker-1", int64(3))
+	f.Add([]byte("garbage"), "<i>\n\"x\" ", int64(0))
+	f.Add([]byte("-1 2 3 4 5 6 7 x"), "", int64(1<<62))
+	f.Fuzz(func(t *testing.T, v []byte, client string, n int64) {
+		if r, ok := parseReport(v, time.Unix(100, 0)); ok {
+			require.True(t, r.Holders >= 0 && r.Held >= 0 && r.Waiters >= 0 && r.Awaited >= 0 && r.Blocks >= 0, "%+v", r)
+		}
+		n = max(n, 0)
+		c := callers{holders: int(n % 1000), held: n, waiters: 1, awaited: n, blocks: n, granted: uint64(n)}
+		r, ok := parseReport([]byte(formatReport(c, time.Unix(90, 0), client)), time.Unix(100, 0))
+		require.True(t, ok)
+		assert.Equal(t, Report{Client: client, Holders: int(n % 1000), Held: n, Waiters: 1, Awaited: n, Blocks: n,
+			Granted: uint64(n), Age: 10 * time.Second}, r)
+	})
+}
