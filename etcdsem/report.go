@@ -61,8 +61,8 @@ func (p *blockPool) callersNow() callers {
 
 // publish writes the handle's report if it is due: at once on a lease it has
 // not written on (its last report went with its old lease) once it has held
-// a block, and otherwise when its callers changed and reportPause has passed
-// since the last write. It runs on the manager, which owns the report's
+// a block or had callers waiting, and otherwise when its callers changed and
+// reportPause has passed since the last write. It runs on the manager, which owns the report's
 // fields; a failed write is tried again at the next idle tick.
 func (p *blockPool) publish(idle bool) {
 	if p.reportFailed && !idle {
@@ -77,8 +77,8 @@ func (p *blockPool) publish(idle bool) {
 	c := p.callersNow()
 	switch {
 	case l.id != p.reportedOn:
-		if p.reportedOn == 0 && c.blocks == 0 {
-			return // never held a block: nothing of the fleet's to show
+		if p.reportedOn == 0 && c.blocks == 0 && c.waiters == 0 {
+			return // no block and no caller yet: nothing to show
 		}
 	case c == p.reported || time.Since(p.reportedAt) < reportPause:
 		return

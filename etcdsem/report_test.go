@@ -240,3 +240,28 @@ func FuzzParseReport(f *testing.F) {
 			Granted: uint64(n), Age: 10 * time.Second}, r)
 	})
 }
+
+// Callers waiting for a handle's first block are reported: they are what an
+// operator looks for when a process is stuck.
+func TestReports_CallersWaitingForAFirstBlockAreReported(t *testing.T) {
+	ep := sharedEndpoint(t)
+	name := testName(t)
+	log := &grantLog{}
+	checkHistoryAtEnd(t, ep, name, log)
+	ctx := testCtx(t, 20*time.Second)
+	plain := newSem(t, newClient(t, ep), name, WithCapacity(1), WithClientName("plain"))
+	c := newSem(t, newClient(t, ep), name, WithBlocks(1), WithClientName("c"))
+	up, err := plain.Acquire(ctx, 1)
+	require.NoError(t, err)
+	log.add(up)
+	waiting := startWaiting(ctx, c, 1)
+	waitFor(t, "c reports its caller waiting with no block", func() bool {
+		r, ok := reportOf(t, plain, "c")
+		return ok && r.Waiters == 1 && r.Awaited == 1 && r.Blocks == 0 && r.Holders == 0
+	})
+	require.NoError(t, up.Release(ctx))
+	u := <-waiting
+	require.NotNil(t, u)
+	log.add(u)
+	require.NoError(t, u.Release(ctx))
+}
