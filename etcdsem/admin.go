@@ -130,7 +130,7 @@ type Stats struct {
 	Reason   string   // the reason given to Break
 	Holders  []Entry  // granted keys, oldest first
 	Waiters  []Entry  // waiting keys, in queue order
-	Reports  []Report // each block-mode handle's callers, by lease, as last reported
+	Reports  []Report // each block-mode handle's callers as last reported, in lease order
 }
 
 // An Entry is one acquire in Stats.
@@ -148,8 +148,8 @@ type Entry struct {
 // at that read, then reports it. A handle learns the state of keys older than
 // itself by replaying their history when it starts; if that history was
 // compacted, keys that did not fit then are reported as waiters, though some
-// may be holders kept by a shrinking Resize. A report is at most a few
-// seconds behind its handle's callers (see the package doc).
+// may be holders kept by a shrinking Resize. A report follows its handle's
+// callers within about 3s while etcd answers (see the package doc).
 func (s *Semaphore) Stats(ctx context.Context) (Stats, error) {
 	if err := s.errIfClosed(opCall("stats")); err != nil {
 		return Stats{}, err

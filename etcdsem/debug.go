@@ -190,10 +190,9 @@ func fleetCallers(reports []Report, handles int) string {
 
 // describe says what the pool's callers hold and wait for.
 func (p *blockPool) describe() string {
-	c := p.callersNow()
-	ep := p.ep.Load()
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	c, ep := p.callersLocked(), p.ep.Load()
 	out := fmt.Sprintf("%s holding %s, %s waiting for %s, %s free in %s of %s",
 		countOf(c.holders, "holder"), unitCount(c.held), countOf(c.waiters, "caller"), unitCount(c.awaited),
 		unitCount(ep.local.Available()), countOf(len(p.ledger.blocks), "block"), unitCount(c.blocks))

@@ -95,12 +95,13 @@ func TestSnapshot_ShowsEachProcesssReportedCallers(t *testing.T) {
 		return out
 	}
 	aWant := "callers of its blocks: 2 callers holding 2 units, 1 caller waiting for 1 unit, in blocks of 2 units, reported "
-	waitFor(t, "the viewer's page shows a's reported callers", func() bool {
-		return strings.Contains(details()[`handle "a"`], aWant)
+	bWant := "callers of its blocks: 1 caller holding 1 unit, 0 callers waiting for 0 units, in blocks of 1 unit, reported "
+	var d map[string]string
+	waitFor(t, "the viewer's page shows a's and b's reported callers", func() bool {
+		d = details()
+		return strings.Contains(d[`handle "a"`], aWant) && strings.Contains(d["handle "+strconv.Quote(hostile)], bWant)
 	})
-	d := details()
 	assert.Contains(t, d[`handle "a"`], "1 block of 2 units")
-	assert.Contains(t, d["handle "+strconv.Quote(hostile)], "callers of its blocks: 1 caller holding 1 unit, 0 callers waiting for 0 units")
 	assert.Equal(t, "3 callers holding 3 units, 1 caller waiting for 1 unit, in blocks of 3 units, from 2 reports",
 		d["callers of the handles' blocks, as reported"])
 	diag := viewer.Diagnostics(0)

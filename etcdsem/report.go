@@ -46,6 +46,11 @@ type callers struct {
 func (p *blockPool) callersNow() callers {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	return p.callersLocked()
+}
+
+// callersLocked reads the pool's callers. p.mu is held.
+func (p *blockPool) callersLocked() callers {
 	ep := p.ep.Load()
 	c := callers{
 		holders: int(ep.holds.Load()), held: ep.inUse.Load(),

@@ -116,15 +116,19 @@ func TestReports_DoNotReachTheWatches(t *testing.T) {
 	require.NoError(t, err)
 	log.add(u)
 
+	// Read with a client of its own: a Stats would move the handles' mirrors
+	// to the revision it read at. A report of the holder is written after a's
+	// block was.
 	var written int64
-	waitFor(t, "a writes its report", func() bool {
+	waitFor(t, "a reports its holder", func() bool {
 		resp, err := cli.Get(ctx, a.rprefix, clientv3.WithPrefix())
 		require.NoError(t, err)
 		if len(resp.Kvs) == 0 {
 			return false
 		}
+		r, ok := parseReport(resp.Kvs[0].Value, time.Now())
 		written = resp.Kvs[0].ModRevision
-		return true
+		return ok && r.Holders == 1
 	})
 	mirrorRev := func(s *Semaphore) int64 {
 		s.mu.Lock()

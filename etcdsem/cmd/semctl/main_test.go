@@ -125,26 +125,37 @@ func TestSemctl_StatusShowsEachProcesssBlocksAndCallers(t *testing.T) {
 		require.NoError(t, run(ctx, &out, []string{"-endpoints", ep, "status", "jobs"}))
 		return out.String()
 	}
-	aLine := `(?m)^handle +[0-9a-f]+ +1 +3 +0 +0 +3 holding 3 units, 1 waiting for 1 units, blocks of 3 units, reported [^ ]+ ago +"blocks-a"$`
+	lines := []*regexp.Regexp{
+		regexp.MustCompile(`(?m)^handle +[0-9a-f]+ +1 +3 +0 +0 +3 holding 3 units, 1 waiting for 1 units, blocks of 3 units, reported [^ ]+ ago +"blocks-a"$`),
+		regexp.MustCompile(`(?m)^handle +[0-9a-f]+ +1 +1 +0 +0 +1 holding 1 units, 0 waiting for 0 units, blocks of 1 units, reported [^ ]+ ago +"blocks-b"$`),
+		regexp.MustCompile(`(?m)^handle +[0-9a-f]+ +1 +1 +0 +0 +1 holding 1 units, 0 waiting for 0 units, blocks of 1 units, reported [^ ]+ ago +` +
+			regexp.QuoteMeta(strconv.Quote(hostile)) + `$`),
+		regexp.MustCompile(`(?m)^handle +[0-9a-f]+ +1 +1 +0 +0 +no report: plain mode, or none written yet +"plain-p"$`),
+	}
+	all := func(out string) bool {
+		for _, l := range lines {
+			if !l.MatchString(out) {
+				return false
+			}
+		}
+		return true
+	}
 	// Polled until the reports catch up, on this goroutine, so that the
 	// last output read is the one a failure shows.
 	out := status()
 	poll := time.NewTicker(50 * time.Millisecond)
 	defer poll.Stop()
-	for deadline := time.Now().Add(15 * time.Second); !regexp.MustCompile(aLine).MatchString(out); out = status() {
-		require.True(t, time.Now().Before(deadline), "a's line shows its block, its 3 callers holding and 1 waiting:\n%s", out)
+	for deadline := time.Now().Add(15 * time.Second); !all(out); out = status() {
+		require.True(t, time.Now().Before(deadline), "each process's line shows its blocks and callers, the label quoted:\n%.3000s", out)
 		<-poll.C
 	}
-	assert.Regexp(t, `(?m)^handle +[0-9a-f]+ +1 +1 +0 +0 +1 holding 1 units, 0 waiting for 0 units, blocks of 1 units, reported [^ ]+ ago +"blocks-b"$`, out)
-	assert.Regexp(t, `(?m)^handle +[0-9a-f]+ +1 +1 +0 +0 +no report: plain mode, or none written yet +"plain-p"$`, out)
-	assert.Contains(t, out, strconv.Quote(hostile), "the hostile label is quoted")
-	var lines []string
+	handleLines := 0
 	for _, l := range strings.Split(out, "\n") {
 		if strings.HasPrefix(l, "handle ") {
-			lines = append(lines, l)
+			handleLines++
 		}
 	}
-	assert.Len(t, lines, 4, "one line per process:\n%s", out)
+	assert.Equal(t, 4, handleLines, "one line per process")
 	assert.Contains(t, out, "4 handles (processes")
 
 	for _, u := range us {
