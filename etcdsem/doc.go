@@ -167,10 +167,10 @@
 //     holder with its handle's client name. Each block-mode handle reports
 //     its callers (holding and waiting, with their units, and its blocks'
 //     units) in its report key, under its lease: at once on a new lease once
-//     it holds a block or has callers waiting, then when they change, at most one write per 2s per
-//     busy process, so a report is about 3s behind at most while etcd
-//     answers; a failed write is tried again a second later, and Close (the
-//     lease's end) deletes it. Stats.Reports, semctl status and the debug
+//     it holds a block or has callers waiting, then when they change, at
+//     most one write per 2s per busy process, so a report is about 3s behind
+//     at most while etcd answers; a failed write is tried again a second
+//     later, and Close (the lease's end) deletes it. Stats.Reports, semctl status and the debug
 //     page show every process's callers from the reports. Break fails the
 //     handles' waiting callers and later acquires with ErrBroken at the
 //     revision their watches deliver it, and the handles give units back as
