@@ -39,9 +39,9 @@
 // the start time and the client's label, for Stats). "r/<lease>" is a
 // block-mode handle's report, attached to its lease, whose value counts its
 // callers (see Block mode), then the time written and the client's label.
-// The grant rule reads only the range [prefix, prefix+"r/"), which holds
-// "broken", "cap" and the queue and no report: every handle watches that
-// range, so a report written reaches no watch. To keep the semaphores of one
+// The grant rule reads only the range [KeyPrefix(NAME), ReportPrefix(NAME)),
+// which holds "broken", "cap" and the queue and no report: every handle (and
+// semctl watch) watches that range, so a report written reaches no watch. To keep the semaphores of one
 // application apart from other keys, give the client a namespace
 // (go.etcd.io/etcd/client/v3/namespace).
 //

@@ -47,7 +47,7 @@ type keyLayout struct {
 // keysOf returns the key layout of the semaphore name.
 func keysOf(name string) keyLayout {
 	p := KeyPrefix(name)
-	return keyLayout{prefix: p, qprefix: p + "q/", capKey: p + "cap", brokenKey: p + "broken", rprefix: p + "r/"}
+	return keyLayout{prefix: p, qprefix: p + "q/", capKey: p + "cap", brokenKey: p + "broken", rprefix: ReportPrefix(name)}
 }
 
 // stateRange is the option of a watch or read of the state, from prefix: the
@@ -78,4 +78,13 @@ var nameEscaper = strings.NewReplacer("%", "%25", "/", "%2F")
 // watches.
 func KeyPrefix(name string) string {
 	return nameEscaper.Replace(name) + "/"
+}
+
+// ReportPrefix returns the prefix of the reports of the semaphore name's
+// block-mode handles: KeyPrefix(name) + "r/", the last keys under it. The
+// semaphore's state (capacity, broken, queue) is the range from KeyPrefix(name)
+// up to ReportPrefix(name), which a tool watches to follow grants without
+// seeing reports (etcdctl watch KEY RANGE_END).
+func ReportPrefix(name string) string {
+	return KeyPrefix(name) + "r/"
 }

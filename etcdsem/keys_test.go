@@ -190,3 +190,17 @@ func TestNew_NameBoundIsTheLongestEtcdAccepts(t *testing.T) {
 	_, err := New(ctx, cli, strings.Repeat("L", 250<<10), WithCapacity(1))
 	assert.ErrorIs(t, err, rpctypes.ErrRequestTooLarge, "a name of 250 KiB")
 }
+
+// A tool that watches [KeyPrefix, ReportPrefix) follows the state (capacity,
+// broken, queue) and sees no report, whatever the name holds.
+func TestReportPrefix_EndsTheStateRange(t *testing.T) {
+	for _, name := range []string{"jobs", "a/b", "a%2Fb", "r", "q/r/", strings.Repeat("<b>\n", 1250)} {
+		k := keysOf(name)
+		start, end := KeyPrefix(name), ReportPrefix(name)
+		require.True(t, strings.HasPrefix(end, start), "%q: the reports are under the prefix", name)
+		for _, key := range []string{k.capKey, k.brokenKey, k.qprefix + "00000000000000ff-1"} {
+			assert.True(t, start <= key && key < end, "%q: %q is in the state's range", name, key)
+		}
+		assert.False(t, k.reportKey(255) < end, "%q: a report is outside the state's range", name)
+	}
+}

@@ -278,7 +278,7 @@ func watch(ctx context.Context, out io.Writer, cli *clientv3.Client, s *etcdsem.
 		return err
 	}
 	fmt.Fprintf(out, "watching %s: capacity %d, %d held, %d waiting\n", s.Name(), prev.Capacity, prev.Held, len(prev.Waiters))
-	for resp := range cli.Watch(clientv3.WithRequireLeader(ctx), etcdsem.KeyPrefix(s.Name()), clientv3.WithPrefix(), clientv3.WithRev(prev.Revision+1)) {
+	for resp := range cli.Watch(clientv3.WithRequireLeader(ctx), etcdsem.KeyPrefix(s.Name()), clientv3.WithRange(etcdsem.ReportPrefix(s.Name())), clientv3.WithRev(prev.Revision+1)) {
 		if err := resp.Err(); err != nil {
 			return err
 		}
@@ -294,16 +294,22 @@ func watch(ctx context.Context, out io.Writer, cli *clientv3.Client, s *etcdsem.
 		for _, e := range st.Holders {
 			now[e.Token] = true
 			if !was[e.Token] {
-				fmt.Fprintf(out, "%s granted %d units to %s (token %d)\n", time.Now().Format("15:04:05.000"), e.Units, e.Client, e.Token)
+				fmt.Fprintf(out, "%s granted %d units to %q (token %d)\n", time.Now().Format("15:04:05.000"), e.Units, e.Client, e.Token)
 			}
 		}
 		for _, e := range prev.Holders {
 			if !now[e.Token] {
-				fmt.Fprintf(out, "%s released %d units of %s (token %d)\n", time.Now().Format("15:04:05.000"), e.Units, e.Client, e.Token)
+				fmt.Fprintf(out, "%s released %d units of %q (token %d)\n", time.Now().Format("15:04:05.000"), e.Units, e.Client, e.Token)
 			}
 		}
-		if st.Capacity != prev.Capacity || st.Broken != prev.Broken {
-			fmt.Fprintf(out, "%s capacity %d, broken %v %s\n", time.Now().Format("15:04:05.000"), st.Capacity, st.Broken, st.Reason)
+		if st.Capacity != prev.Capacity {
+			fmt.Fprintf(out, "%s capacity %d\n", time.Now().Format("15:04:05.000"), st.Capacity)
+		}
+		switch {
+		case st.Broken && (!prev.Broken || st.Reason != prev.Reason):
+			fmt.Fprintf(out, "%s broken: %q\n", time.Now().Format("15:04:05.000"), st.Reason)
+		case !st.Broken && prev.Broken:
+			fmt.Fprintf(out, "%s repaired\n", time.Now().Format("15:04:05.000"))
 		}
 		prev = st
 	}

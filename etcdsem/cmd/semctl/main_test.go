@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -74,8 +75,14 @@ func TestSemctl_StatusResizeBreakRepairWatch(t *testing.T) {
 	require.Eventually(t, func() bool { return strings.Contains(wout.String(), "watching jobs") }, 30*time.Second, 10*time.Millisecond)
 	assert.Contains(t, wout.String(), "2 held", "the first view shows the holder")
 	require.NoError(t, u.Release(ctx))
-	require.Eventually(t, func() bool { return strings.Contains(wout.String(), "released 2 units of worker-1") }, 30*time.Second, 10*time.Millisecond,
+	require.Eventually(t, func() bool { return strings.Contains(wout.String(), `released 2 units of "worker-1"`) }, 30*time.Second, 10*time.Millisecond,
 		"the watch reports the release")
+	require.NoError(t, s.Break(ctx, errors.New("disk\nfull")))
+	require.Eventually(t, func() bool { return strings.Contains(wout.String(), `broken: "disk\nfull"`) }, 30*time.Second, 10*time.Millisecond,
+		"the watch reports a break, its reason on the line")
+	require.NoError(t, s.Repair(ctx))
+	require.Eventually(t, func() bool { return strings.Contains(wout.String(), "repaired\n") }, 30*time.Second, 10*time.Millisecond,
+		"the watch reports the repair")
 	wcancel()
 	require.NoError(t, <-done, "an interrupted watch ends without error")
 	assert.Contains(t, semctl("drain", "jobs"), "drained")
