@@ -27,7 +27,9 @@ import (
 //     cancels the request when nobody waits any longer, asks again when the
 //     request's key is not in the queue a TTL after it was asked, and when a
 //     request larger than its callers need has headed the queue for
-//     blockIdle (it was asked from a view that has since moved).
+//     blockIdle (it was asked from a view that has since moved), or at once
+//     when it heads the queue, does not fit and is larger than the fair
+//     share the view now leaves it.
 //   - Give back: when another handle waits in etcd, the fleet holds more than
 //     the capacity (a shrinking Resize) or the semaphore is broken, the handle
 //     gives back its free units at once (ahead of its own waiting callers: the
@@ -262,6 +264,14 @@ func (p *blockPool) step(idle bool) bool {
 	// the fair share.
 	want := max(p.size, waiting-free)
 	room := fairShare(v.capacity, addSat(held, want), v.others) - held
+	if p.pending != nil && v.mineHead && addSat(v.held, p.pending.n) > v.capacity && p.pending.n > max(room, maxN-free) {
+		// It heads the queue and does not fit, larger than the fair share
+		// the view leaves it and than its callers' head needs: it was asked
+		// before the view showed the other handles' demand (they started
+		// together). Waiting leaves the free units idle and the keys behind
+		// it waiting: ask again, for the share.
+		p.pending.cancel()
+	}
 	// Callers wait for units only while they do not fit in the free ones; a
 	// caller granted a moment ago may not have left the waiters yet.
 	if p.pending == nil && waiting > free && !v.broken && (room > 0 || maxN > held) {

@@ -4,11 +4,13 @@
 // concurrency.Mutex (capacity mutexes, each goroutine always taking the same
 // one) for 1, 4 and 8 worker processes of 16 goroutines each, at capacity 64
 // and 256, each grant held 100µs or 10ms; then units moving between processes
-// when demand shifts: one process's load stops, another's starts, and the
-// time until the second is first served, in etcd round trips.
+// when demand shifts (shift.go): one process's load stops, and the time until
+// another process is served, in etcd round trips; then three processes of
+// different demands on one capacity, and the units each holds against its
+// max-min share (split.go).
 //
 //	go -C etcdsem run ./cmd/etcdsembench              # the whole table, 3 runs each (some minutes)
-//	go -C etcdsem run ./cmd/etcdsembench -quick       # one row per mode and the shift, 1 run (seconds)
+//	go -C etcdsem run ./cmd/etcdsembench -quick       # one row per mode, the shift and the split, 1 run (seconds)
 //	go -C etcdsem run ./cmd/etcdsembench -runs 1 -procs 4 -capacity 256 -hold 100us
 //
 // Each row is the median of its runs, with the range of the runs after it.
@@ -58,7 +60,7 @@ type config struct {
 
 func run(args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("etcdsembench", flag.ContinueOnError)
-	quick := fs.Bool("quick", false, "one row per mode (4 processes, capacity 256, 100µs holds) and the shift, 1 run of 1s (unless -runs, -duration)")
+	quick := fs.Bool("quick", false, "one row per mode (4 processes, capacity 256, 100µs holds), the shift and the split, 1 run of 1s (unless -runs, -duration)")
 	runs := fs.Int("runs", 3, "runs of each row; the row shows their median and range")
 	dur := fs.Duration("duration", 3*time.Second, "the load of one run")
 	goroutines := fs.Int("goroutines", 16, "goroutines per process")
@@ -66,8 +68,9 @@ func run(args []string, out io.Writer) error {
 	procsFlag := fs.String("procs", "1,4,8", "process counts, comma-separated")
 	capsFlag := fs.String("capacity", "64,256", "capacities, comma-separated")
 	holdsFlag := fs.String("hold", "100us,10ms", "hold times, comma-separated")
-	modesFlag := fs.String("modes", "plain,blocks,mutex", "modes, comma-separated")
+	modesFlag := fs.String("modes", "plain,blocks,mutex", "modes, comma-separated (the shift and the split run plain and blocks of them)")
 	shift := fs.Bool("shift", true, "measure the shift of demand between two processes")
+	split := fs.Bool("split", true, "measure how three processes of different demands share one capacity")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -132,26 +135,22 @@ func run(args []string, out io.Writer) error {
 			spread(rates, func(r float64) string { return strconv.FormatFloat(r, 'f', 0, 64) }),
 			spread(p50s, fmtDuration), spread(p99s, fmtDuration))
 	}
-	if *shift {
-		fmt.Fprintln(out, "\nshifting demand (capacity 16, block size 4, 16 goroutines, 10ms holds): one process's load stops, then another's starts")
-		fmt.Fprintln(out, "\n| mode | first grant of the new load after its start | in etcd round trips | round trip |")
-		fmt.Fprintln(out, "|---|---|---|---|")
-		for _, mode := range []string{"plain", "blocks"} {
-			var served, rtts []time.Duration
-			var trips []float64
-			for range *runs {
-				wait, rtt, err := b.shift(mode)
-				for tries := 1; errors.Is(err, errNotStopped) && tries < 5; tries++ {
-					wait, rtt, err = b.shift(mode)
-				}
-				if err != nil {
-					return fmt.Errorf("shift, %s: %w", mode, err)
-				}
-				served, rtts = append(served, wait), append(rtts, rtt)
-				trips = append(trips, float64(wait)/float64(rtt))
-			}
-			fmt.Fprintf(out, "| %s | %s | %s | %s |\n", mode, spread(served, fmtDuration),
-				spread(trips, func(f float64) string { return strconv.FormatFloat(f, 'f', 1, 64) }), spread(rtts, fmtDuration))
+	// The shift and the split are etcdsem's: plain and block mode, as -modes
+	// asks.
+	var semModes []string
+	for _, m := range strings.Split(*modesFlag, ",") {
+		if m == "plain" || m == "blocks" {
+			semModes = append(semModes, m)
+		}
+	}
+	if *shift && len(semModes) > 0 {
+		if err := b.printShift(out, *runs, semModes); err != nil {
+			return err
+		}
+	}
+	if *split && len(semModes) > 0 {
+		if err := b.printSplit(out, *runs, semModes); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -193,35 +192,6 @@ func (b *bench) load(c config) (loadResult, error) {
 	}
 	return loadResult{rate: float64(grants) / b.dur.Seconds(), p50: h.quantile(0.5), p99: h.quantile(0.99)}, nil
 }
-
-// shift runs two processes on capacity 16: the first loads it for a while and
-// stops, keeping its handle open; the second starts its load once the first
-// has stopped. It returns the time from the second's start to its first grant,
-// and its etcd round trip.
-func (b *bench) shift(mode string) (time.Duration, time.Duration, error) {
-	b.runs++
-	name := fmt.Sprintf("etcdsembench/%d-%d", os.Getpid(), b.runs)
-	start := time.Now().Add(2500 * time.Millisecond)
-	first := spec{Endpoint: b.endpoint, Name: name, Mode: mode, Capacity: 16, Block: 4,
-		Goroutines: 16, Hold: 10 * time.Millisecond, Start: start, Duration: time.Second}
-	second := first
-	second.Index, second.Start, second.Duration = 1, start.Add(first.Duration+700*time.Millisecond), 300*time.Millisecond
-	results, err := runWorkers([]spec{first, second})
-	if err != nil {
-		return 0, 0, err
-	}
-	if !results[0].Stopped.Before(second.Start) {
-		return 0, 0, errNotStopped
-	}
-	if results[1].First.IsZero() {
-		return 0, 0, errors.New("the second load was never served")
-	}
-	return results[1].First.Sub(second.Start), results[1].RTT, nil
-}
-
-// errNotStopped: a shift run whose first load was still releasing when the
-// second started (a loaded machine): it measures nothing and is run again.
-var errNotStopped = errors.New("the first load had not stopped when the second started")
 
 // runWorkers starts one worker process per spec, waits for every result, and
 // then ends them all (a worker holds its handle until then).

@@ -24,7 +24,7 @@ func TestMain(m *testing.M) {
 	)
 }
 
-func TestRun_QuickPrintsARowPerModeAndTheShift(t *testing.T) {
+func TestRun_QuickPrintsARowPerModeTheShiftAndTheSplit(t *testing.T) {
 	var out strings.Builder
 	require.NoError(t, run([]string{"-quick", "-duration", "300ms"}, &out))
 	t.Log("\n" + out.String())
@@ -32,8 +32,38 @@ func TestRun_QuickPrintsARowPerModeAndTheShift(t *testing.T) {
 		assert.Contains(t, out.String(), "| 4 | 256 | 100µs "+mode)
 	}
 	for _, mode := range []string{"\n| plain |", "\n| blocks |"} {
-		assert.Contains(t, out.String(), mode, "a shift row per mode")
+		assert.Equal(t, 3, strings.Count(out.String(), mode), "a shift row per shape and a split row per mode")
 	}
+	assert.Contains(t, out.String(), "| starts after the units went idle")
+	assert.Contains(t, out.String(), "| waits for them all when the load stops")
+	assert.Contains(t, out.String(), "max-min shares [2 7 7]")
+}
+
+func TestSplitShares_AreMaxMin(t *testing.T) {
+	assert.Equal(t, []int64{2, 7, 7}, splitShares(), "demands 2, 16, 16 on capacity 16")
+}
+
+func TestSplitSamples_JudgeAveragesTheMeasuredPeriod(t *testing.T) {
+	start := time.Now()
+	at := func(ms int) time.Time { return start.Add(time.Duration(ms) * time.Millisecond) }
+	ss := splitSamples{
+		at:    []time.Time{at(10), at(20), at(30), at(40)},
+		units: [][]int64{{0, 16, 0}, {1, 8, 6}, {2, 7, 7}, {3, 5, 8}},
+	}
+	r := ss.judge(start, at(30), []int64{2, 7, 7})
+	assert.Equal(t, []float64{2.5, 6, 7.5}, r.mean, "the samples from the measured period on")
+	assert.Equal(t, 0.5, r.near, "the last sample is two units off for process 1")
+	assert.Equal(t, 20*time.Millisecond, r.converged, "the first sample within a unit of every share")
+	r = splitSamples{at: ss.at[:1], units: ss.units[:1]}.judge(start, at(0), []int64{2, 7, 7})
+	assert.Equal(t, time.Duration(-1), r.converged, "never within a unit")
+}
+
+func TestRun_ShiftAndSplitRunOnlyTheModesAsked(t *testing.T) {
+	var out strings.Builder
+	require.NoError(t, run([]string{"-quick", "-modes", "mutex", "-duration", "100ms"}, &out))
+	assert.Contains(t, out.String(), "| mutex |")
+	assert.NotContains(t, out.String(), "shifting demand", "the shift is plain and block mode's")
+	assert.NotContains(t, out.String(), "max-min shares", "the split is plain and block mode's")
 }
 
 func TestRun_RefusesNonPositiveSettings(t *testing.T) {

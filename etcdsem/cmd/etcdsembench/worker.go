@@ -32,18 +32,24 @@ type spec struct {
 	Hold       time.Duration `json:"hold"`
 	Start      time.Time     `json:"start"` // every worker of a run starts its load then
 	Duration   time.Duration `json:"duration"`
-	Index      int           `json:"index"` // the worker's number in its run
+	Index      int           `json:"index"`    // the worker's number in its run
+	Units      int64         `json:"units"`    // units of each acquire; 0 means 1
+	Releases   bool          `json:"releases"` // report when each release began
+	WriteAt    time.Time     `json:"writeAt"`  // if set, time one write made then, alongside the load
 }
 
 // A result is one worker's measurements.
 type result struct {
-	Grants  int64         `json:"grants"`
-	Errors  int64         `json:"errors"`
-	Latency hist          `json:"latency"` // of each acquire
-	First   time.Time     `json:"first"`   // the first grant
-	Stopped time.Time     `json:"stopped"` // the last release
-	RTT     time.Duration `json:"rtt"`     // median of 11 writes, before the load
-	Err     string        `json:"err,omitempty"`
+	Grants   int64         `json:"grants"`
+	Errors   int64         `json:"errors"`
+	Latency  hist          `json:"latency"`  // of each acquire
+	Began    time.Time     `json:"began"`    // the load began (at the start barrier, or late)
+	First    time.Time     `json:"first"`    // the first grant
+	Stopped  time.Time     `json:"stopped"`  // the last release
+	RTT      time.Duration `json:"rtt"`      // median of 11 writes, just before the load
+	Write    time.Duration `json:"write"`    // the write made at the spec's WriteAt
+	Releases []time.Time   `json:"releases"` // when each release began, if the spec asks
+	Err      string        `json:"err,omitempty"`
 }
 
 // worker runs the load of the spec in env, prints its result as one JSON line
@@ -61,10 +67,6 @@ func worker(env string, in io.Reader, out io.Writer) error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Until(sp.Start)+sp.Duration+time.Minute)
 	defer cancel()
 	res := result{Latency: newHist()}
-	res.RTT, err = roundTrip(ctx, cli)
-	if err != nil {
-		return err
-	}
 	acquire, closeAll, err := acquirer(ctx, cli, sp)
 	if err != nil {
 		return err
@@ -75,8 +77,27 @@ func worker(env string, in io.Reader, out io.Writer) error {
 	for g := range takes {
 		takes[g] = acquire(g)
 	}
-	time.Sleep(time.Until(sp.Start)) // the start barrier shared with the other workers
+	// The round trip as etcd answers just before the load, then the start
+	// barrier shared with the other workers.
+	time.Sleep(time.Until(sp.Start.Add(-rttLead)))
+	res.RTT, err = roundTrip(ctx, cli, 11)
+	if err != nil {
+		return err
+	}
+	time.Sleep(time.Until(sp.Start))
+	res.Began = time.Now()
 	stop := sp.Start.Add(sp.Duration)
+	rttDone := make(chan error, 1)
+	if !sp.WriteAt.IsZero() {
+		go func() {
+			time.Sleep(time.Until(sp.WriteAt))
+			var err error
+			res.Write, err = roundTrip(ctx, cli, 1)
+			rttDone <- err
+		}()
+	} else {
+		rttDone <- nil
+	}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for g := range sp.Goroutines {
@@ -86,6 +107,7 @@ func worker(env string, in io.Reader, out io.Writer) error {
 			h := newHist()
 			var grants, errs int64
 			var first, last time.Time
+			var releases []time.Time
 			take := takes[g]
 			for time.Now().Before(stop) {
 				t0 := time.Now()
@@ -101,6 +123,9 @@ func worker(env string, in io.Reader, out io.Writer) error {
 				}
 				grants++
 				time.Sleep(sp.Hold)
+				if sp.Releases {
+					releases = append(releases, time.Now())
+				}
 				if err := rel(); err != nil {
 					errs++
 				}
@@ -111,6 +136,7 @@ func worker(env string, in io.Reader, out io.Writer) error {
 			res.Grants += grants
 			res.Errors += errs
 			res.Latency.merge(h)
+			res.Releases = append(res.Releases, releases...)
 			if !first.IsZero() && (res.First.IsZero() || first.Before(res.First)) {
 				res.First = first
 			}
@@ -120,6 +146,9 @@ func worker(env string, in io.Reader, out io.Writer) error {
 		}()
 	}
 	wg.Wait()
+	if err := <-rttDone; err != nil {
+		return err
+	}
 	if err := json.NewEncoder(out).Encode(res); err != nil {
 		return err
 	}
@@ -143,7 +172,7 @@ func acquirer(ctx context.Context, cli *clientv3.Client, sp spec) (func(g int) f
 		}
 		return func(int) func() (func() error, error) {
 			return func() (func() error, error) {
-				u, err := s.Acquire(ctx, 1)
+				u, err := s.Acquire(ctx, max(sp.Units, 1))
 				if err != nil {
 					return nil, err
 				}
@@ -183,11 +212,15 @@ func acquirer(ctx context.Context, cli *clientv3.Client, sp spec) (func(g int) f
 	return nil, nil, fmt.Errorf("unknown mode %q", sp.Mode)
 }
 
-// roundTrip returns the median time of 11 writes: one etcd round trip of the
-// kind every acquire makes (a write waits for the log to reach the disk).
-func roundTrip(ctx context.Context, cli *clientv3.Client) (time.Duration, error) {
+// rttLead is how long before its load a worker measures the round trip.
+const rttLead = 200 * time.Millisecond
+
+// roundTrip returns the median time of k writes, one after the other: one
+// etcd round trip of the kind every acquire makes (a write waits for the log
+// to reach the disk).
+func roundTrip(ctx context.Context, cli *clientv3.Client, k int) (time.Duration, error) {
 	var ds []time.Duration
-	for range 11 {
+	for range k {
 		t0 := time.Now()
 		if _, err := cli.Put(ctx, "etcdsembench/rtt", ""); err != nil {
 			return 0, err
