@@ -277,7 +277,9 @@ func (p *blockPool) refuse(ctx context.Context, c blockCall, start time.Time) er
 	if p.broken.Load() == nil && c.n <= p.capacity.Load() {
 		return nil
 	}
-	if err := p.s.catchUp(ctx); err != nil {
+	cctx, stop := p.s.callContext(ctx) // Close ends the read
+	defer stop()
+	if err := p.s.catchUp(cctx); err != nil {
 		return p.errRPC(ctx, c, start, err)
 	}
 	v := p.s.fleetView()

@@ -499,3 +499,52 @@ func TestBlocks_ErrorsCarryTheAcquiresOutcome(t *testing.T) {
 	require.NoError(t, u.Release(ctx))
 	require.NoError(t, admin.Repair(ctx))
 }
+
+// Close ends every block-mode call that waits on etcd with ErrClosed, however
+// long the call's own context would let it wait: a call waiting for a block,
+// and a call for more than the capacity the handle last saw, which reads
+// etcd to decide.
+func TestBlocks_CloseEndsEveryCallInFlight(t *testing.T) {
+	ep := sharedEndpoint(t)
+	px := newProxy(t, ep)
+	cli, inFlight := countingClient(t, px.endpoint())
+	s, err := New(testCtx(t, 10*time.Second), cli, testName(t), WithCapacity(1), WithBlocks(1), WithTTL(2*time.Second))
+	require.NoError(t, err)
+	ctx := testCtx(t, time.Minute)
+	calls := map[string]func() error{
+		"Acquire for a block":  func() error { _, err := s.Acquire(ctx, 1); return err },
+		"Acquire over the cap": func() error { _, err := s.Acquire(ctx, 2); return err },
+		"TryAcquire over cap":  func() error { _, _, err := s.TryAcquire(ctx, 2); return err },
+	}
+	px.hold(true, true)
+	defer px.release()
+	errs := make(map[string]chan error, len(calls))
+	for op, call := range calls {
+		ch := make(chan error, 1)
+		errs[op] = ch
+		go func() { ch <- call() }()
+	}
+	waitFor(t, "the calls wait on etcd", func() bool { return inFlight.Load() >= 3 && s.blocks.nwait.Load() == 1 })
+	closed := make(chan error, 1)
+	go func() { closed <- s.Close() }()
+	var stuck []chan error
+	for op, ch := range errs {
+		select {
+		case err := <-ch:
+			assert.ErrorIs(t, err, ErrClosed, op)
+		case <-time.After(10 * time.Second):
+			t.Errorf("%s still waits on etcd 10s after Close", op)
+			stuck = append(stuck, ch)
+		}
+	}
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Error("Close still waits 10s later, past its bound of the lease TTL (2s)")
+		stuck = append(stuck, closed)
+	}
+	px.release()
+	for _, ch := range stuck {
+		<-ch
+	}
+}
