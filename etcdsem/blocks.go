@@ -331,6 +331,9 @@ func (p *blockPool) tryAcquire(ctx context.Context, n int64) (*Units, bool, erro
 	}
 	for _, ask := range asks {
 		u, ok, err := p.s.TryAcquire(blockRequestContext(ctx), ask)
+		if o, _ := semaphore.OutcomeOf(err); ask > n && o == semaphore.TooLarge {
+			continue // a shrink since the capacity was read: n may still fit
+		}
 		if err != nil {
 			return nil, false, err
 		}

@@ -548,3 +548,24 @@ func TestBlocks_CloseEndsEveryCallInFlight(t *testing.T) {
 		<-ch
 	}
 }
+
+// A TryAcquire that asks etcd for a whole block, from a view of the capacity
+// a shrinking Resize has just made stale, still takes the units it asked for
+// when they fit: the block no longer fitting is not the caller's failure.
+func TestBlocks_TryAcquireFitsAfterAShrinkItHasNotSeen(t *testing.T) {
+	ep := sharedEndpoint(t)
+	name := testName(t)
+	log := &grantLog{}
+	checkHistoryAtEnd(t, ep, name, log)
+	s := newSem(t, newClient(t, ep), name, WithCapacity(8), WithBlocks(4))
+	admin := newSem(t, newClient(t, ep), name)
+	ctx := testCtx(t, 20*time.Second)
+	require.NoError(t, admin.Resize(ctx, 3))
+	s.blocks.capacity.Store(8) // the manager has not looked since
+	u, ok, err := s.TryAcquire(ctx, 1)
+	require.NoError(t, err, "1 unit fits the capacity of 3")
+	require.True(t, ok)
+	log.add(u)
+	assert.Equal(t, int64(1), u.Count())
+	require.NoError(t, u.Release(ctx))
+}
