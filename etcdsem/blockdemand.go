@@ -319,8 +319,24 @@ func (p *blockPool) blockGranted(res blockResult) {
 	p.mu.Lock()
 	p.requested = 0
 	p.mu.Unlock()
-	if res.err == nil {
+	switch {
+	case res.err == nil:
 		p.addBlock(req.ep, res.u)
+	case classify(res.err) == rpcRefused:
+		// etcd would refuse the same request again: the callers waiting for
+		// it fail with etcd's error, as plain mode's Acquire does, rather
+		// than wait for as long as their contexts let them while the
+		// manager asks again and again.
+		p.mu.Lock()
+		if p.ep.Load() == req.ep {
+			p.failLocked(req.ep, func(w *localWaiter) *waitEnd {
+				if w.reclaim {
+					return nil
+				}
+				return &waitEnd{refused: res.err}
+			})
+		}
+		p.mu.Unlock()
 	}
 }
 

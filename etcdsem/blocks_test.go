@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"github.com/fairsem/semaphore"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 )
 
 // waitFor polls cond until it holds or the deadline passes.
@@ -568,4 +570,22 @@ func TestBlocks_TryAcquireFitsAfterAShrinkItHasNotSeen(t *testing.T) {
 	log.add(u)
 	assert.Equal(t, int64(1), u.Count())
 	require.NoError(t, u.Release(ctx))
+}
+
+// A block request etcd refuses for good (here too large, by the client label
+// every key carries) ends the callers waiting for it with etcd's error, as
+// plain mode's Acquire does, instead of asking again until their contexts end.
+func TestBlocks_BlockRequestEtcdRefusesEndsTheWaitingCalls(t *testing.T) {
+	cli := newClient(t, sharedEndpoint(t))
+	s := newSem(t, cli, testName(t), WithCapacity(2), WithBlocks(1), WithClientName(strings.Repeat("c", 1700<<10)))
+	ctx := testCtx(t, 20*time.Second)
+	_, err := s.Acquire(ctx, 1)
+	require.Error(t, err)
+	assert.ErrorIs(t, err, rpctypes.ErrRequestTooLarge)
+	assert.NoError(t, ctx.Err(), "ended by etcd's refusal, not by the context")
+	assert.Contains(t, err.Error(), ": acquire 1 unit: refused for good: etcdserver: request is too large")
+	_, ok := semaphore.OutcomeOf(err)
+	assert.False(t, ok, "etcd's refusal is no outcome of the semaphore")
+	assert.Zero(t, s.blocks.nwait.Load(), "the caller left the queue")
+	assert.True(t, noQueueKeys(t, cli, s.Name()), "nothing was written")
 }
