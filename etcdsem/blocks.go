@@ -150,6 +150,14 @@ func (p *blockPool) acquire(ctx context.Context, n int64) (*Units, error) {
 	}
 	ep := p.ep.Load()
 	if p.nwait.Load() == 0 && ep.local.TryAcquire(n) {
+		select {
+		case <-ctx.Done():
+			// Ended before the grant, or with it: the units pass on, as
+			// in-process and below.
+			p.giveBack(ep, n)
+			return nil, p.errWait(ctx, c, start)
+		default:
+		}
 		return p.grant(ep, n), nil
 	}
 	p.mu.Lock()

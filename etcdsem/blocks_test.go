@@ -589,3 +589,45 @@ func TestBlocks_BlockRequestEtcdRefusesEndsTheWaitingCalls(t *testing.T) {
 	assert.Zero(t, s.blocks.nwait.Load(), "the caller left the queue")
 	assert.True(t, noQueueKeys(t, cli, s.Name()), "nothing was written")
 }
+
+// cancelAfterCheck is a context whose first Err reports it live and then
+// cancels it: the cancellation lands after a call's first look at its context
+// and before its grant.
+type cancelAfterCheck struct {
+	context.Context
+	cancel context.CancelFunc
+	once   sync.Once
+}
+
+func (c *cancelAfterCheck) Err() error {
+	err := c.Context.Err()
+	c.once.Do(c.cancel)
+	return err
+}
+
+// A call whose context ends before its local grant, with units free in the
+// blocks, fails with the context's error and gives the units back, as the
+// core semaphore's Acquire does: no grant counted, no holder left.
+func TestBlocks_ACancellationBeforeTheLocalGrantWins(t *testing.T) {
+	ep := sharedEndpoint(t)
+	name := testName(t)
+	log := &grantLog{}
+	checkHistoryAtEnd(t, ep, name, log)
+	s := newSem(t, newClient(t, ep), name, WithCapacity(2), WithBlocks(2))
+	ctx := testCtx(t, 20*time.Second)
+	u, err := s.Acquire(ctx, 1)
+	require.NoError(t, err)
+	log.add(u)
+	granted := s.Snapshot().Acquired
+
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	v, err := s.Acquire(&cancelAfterCheck{Context: cctx, cancel: cancel}, 1)
+	require.ErrorIs(t, err, context.Canceled, "the context ended before the grant")
+	assert.Nil(t, v)
+	assert.Equal(t, granted, s.Snapshot().Acquired, "no grant counted")
+	ep0 := s.blocks.ep.Load()
+	assert.Equal(t, int64(1), ep0.inUse.Load(), "units held")
+	assert.Equal(t, int64(1), ep0.holds.Load(), "holders")
+	require.NoError(t, u.Release(ctx))
+}
