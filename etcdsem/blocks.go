@@ -347,7 +347,9 @@ func (p *blockPool) tryAcquire(ctx context.Context, n int64) (*Units, bool, erro
 		}
 		if ok {
 			p.addBlock(ep, u)
-			if ep.local.TryAcquire(n) {
+			// Callers that came meanwhile were served from it first; one
+			// that still waits keeps the rest.
+			if p.nwait.Load() == 0 && ep.local.TryAcquire(n) {
 				return p.grant(ep, n), true, nil
 			}
 			return nil, false, nil

@@ -15,6 +15,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
 )
 
 // waitFor polls cond until it holds or the deadline passes.
@@ -630,4 +633,68 @@ func TestBlocks_ACancellationBeforeTheLocalGrantWins(t *testing.T) {
 	assert.Equal(t, int64(1), ep0.inUse.Load(), "units held")
 	assert.Equal(t, int64(1), ep0.holds.Load(), "holders")
 	require.NoError(t, u.Release(ctx))
+}
+
+// A TryAcquire that takes a block from etcd does not take units of it ahead
+// of a caller of its handle that started waiting while the block was asked
+// for and does not fit in it: it never jumps the handle's queue.
+func TestBlocks_TryAcquireDoesNotJumpACallerThatWaitsForTheNewBlock(t *testing.T) {
+	ep := sharedEndpoint(t)
+	name := testName(t)
+	log := &grantLog{}
+	checkHistoryAtEnd(t, ep, name, log)
+	ctx := testCtx(t, 30*time.Second)
+	var (
+		s       *Semaphore
+		hooked  atomic.Int32 // 1: armed; 2: TryAcquire's sent, later ones wait for tried
+		waiting = make(chan error, 1)
+		tried   = make(chan struct{})
+	)
+	wctx, cancelWaiter := context.WithCancel(ctx)
+	defer cancelWaiter()
+	// The first transaction once armed is TryAcquire's block: a caller of 3
+	// units starts waiting before it is sent. Later transactions (the
+	// handle's request of a block for that caller) wait until TryAcquire
+	// has returned.
+	hook := func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		if method == "/etcdserverpb.KV/Txn" && hooked.Load() > 0 {
+			if hooked.CompareAndSwap(1, 2) {
+				go func() {
+					u, err := s.Acquire(wctx, 3)
+					if err == nil {
+						log.add(u)
+						err = u.Release(ctx)
+					}
+					waiting <- err
+				}()
+				waitFor(t, "the caller waits", func() bool { return s.blocks.nwait.Load() == 1 })
+			} else {
+				<-tried
+			}
+		}
+		return invoker(ctx, method, req, reply, cc, opts...)
+	}
+	cli, err := clientv3.New(clientv3.Config{
+		Endpoints:   []string{ep},
+		DialTimeout: 5 * time.Second,
+		DialOptions: []grpc.DialOption{grpc.WithChainUnaryInterceptor(hook)},
+		Logger:      zap.NewNop(),
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { cli.Close() })
+	s = newSem(t, cli, name, WithCapacity(4), WithBlocks(2))
+
+	hooked.Store(1)
+	u, ok, err := s.TryAcquire(ctx, 1) // asks etcd for a block of 2
+	close(tried)
+	require.NoError(t, err)
+	if ok {
+		log.add(u)
+		require.NoError(t, u.Release(ctx))
+	}
+	assert.False(t, ok, "a caller waits for the block's units")
+	cancelWaiter()
+	if err := <-waiting; err != nil {
+		assert.ErrorIs(t, err, context.Canceled)
+	}
 }
