@@ -698,3 +698,37 @@ func TestBlocks_TryAcquireDoesNotJumpACallerThatWaitsForTheNewBlock(t *testing.T
 		assert.ErrorIs(t, err, context.Canceled)
 	}
 }
+
+// At capacity 0 a block-mode handle grants 0 units and refuses more as too
+// large, until a Resize lets them in; AcquireTimeout with a zero or negative
+// duration never waits: it is granted when TryAcquire would be, and times out
+// otherwise.
+func TestBlocks_CapacityZeroAndTimeoutsThatDoNotWait(t *testing.T) {
+	ep := sharedEndpoint(t)
+	name := testName(t)
+	log := &grantLog{}
+	checkHistoryAtEnd(t, ep, name, log)
+	s := newSem(t, newClient(t, ep), name, WithBlocks(2))
+	ctx := testCtx(t, 20*time.Second)
+
+	_, err := s.Acquire(ctx, 1)
+	assert.ErrorIs(t, err, semaphore.ErrTooLarge, "capacity 0")
+	_, _, err = s.TryAcquire(ctx, 1)
+	assert.ErrorIs(t, err, semaphore.ErrTooLarge)
+	u, err := s.Acquire(ctx, 0)
+	require.NoError(t, err, "0 units fit any capacity")
+	log.add(u)
+	require.NoError(t, u.Release(ctx))
+
+	require.NoError(t, s.Resize(ctx, 2))
+	for _, d := range []time.Duration{0, -time.Second} {
+		u, err := s.AcquireTimeout(ctx, d, 1)
+		require.NoError(t, err, "%v: a unit is free", d)
+		log.add(u)
+		v, err := s.AcquireTimeout(ctx, d, 2)
+		assert.ErrorIs(t, err, semaphore.ErrTimedOut, "%v: only one unit is free", d)
+		assert.Nil(t, v)
+		assert.Zero(t, s.blocks.nwait.Load(), "%v: it never waited", d)
+		require.NoError(t, u.Release(ctx))
+	}
+}
