@@ -732,3 +732,49 @@ func TestBlocks_CapacityZeroAndTimeoutsThatDoNotWait(t *testing.T) {
 		require.NoError(t, u.Release(ctx))
 	}
 }
+
+// Stress: callers of one block-mode handle come and go, many with contexts
+// that end at about the time of their grant. Afterwards the counts are exact:
+// a grant counted for every call that returned units and none other, no
+// holder and no unit in use left, and every unit of the blocks free.
+func TestBlocks_StressCancellationsKeepTheCountsExact(t *testing.T) {
+	ep := sharedEndpoint(t)
+	name := testName(t)
+	log := &grantLog{}
+	checkHistoryAtEnd(t, ep, name, log)
+	s := newSem(t, newClient(t, ep), name, WithCapacity(4), WithBlocks(2))
+	ctx := testCtx(t, time.Minute)
+	before := s.Snapshot().Acquired
+	var granted atomic.Uint64
+	var wg sync.WaitGroup
+	for i := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := range 40 {
+				n := int64(1 + (i+r)%3)
+				actx, cancel := context.WithTimeout(ctx, time.Duration((i*7+r)%5)*time.Millisecond)
+				u, err := s.Acquire(actx, n)
+				cancel()
+				if err != nil {
+					o, _ := semaphore.OutcomeOf(err)
+					assert.Contains(t, []semaphore.Outcome{semaphore.TimedOut, semaphore.Cancelled}, o, "%v", err)
+					continue
+				}
+				granted.Add(1)
+				log.add(u)
+				runtime.Gosched()
+				assert.NoError(t, u.Release(ctx))
+			}
+		}()
+	}
+	wg.Wait()
+	assert.Equal(t, granted.Load(), s.Snapshot().Acquired-before, "grants counted")
+	p := s.blocks
+	p.mu.Lock()
+	e := p.ep.Load()
+	assert.Zero(t, e.inUse.Load(), "units in use")
+	assert.Zero(t, e.holds.Load(), "holders")
+	assert.Equal(t, p.ledger.local(), e.local.Available(), "every unit of the blocks is free")
+	p.mu.Unlock()
+}
