@@ -669,7 +669,10 @@ func TestBlocks_TryAcquireDoesNotJumpACallerThatWaitsForTheNewBlock(t *testing.T
 				}()
 				waitFor(t, "the caller waits", func() bool { return s.blocks.nwait.Load() == 1 })
 			} else {
-				<-tried
+				select {
+				case <-tried:
+				case <-ctx.Done():
+				}
 			}
 		}
 		return invoker(ctx, method, req, reply, cc, opts...)
