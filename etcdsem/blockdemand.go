@@ -135,10 +135,8 @@ func (p *blockPool) run() {
 	tick := time.NewTicker(blockIdle)
 	defer tick.Stop()
 	var retry <-chan time.Time
+	advanced := p.advanced()
 	for {
-		p.s.mu.Lock()
-		advanced := p.s.q.advanced
-		p.s.mu.Unlock()
 		var granted chan blockResult
 		if p.pending != nil {
 			granted = p.pending.done
@@ -157,10 +155,20 @@ func (p *blockPool) run() {
 		case <-tick.C:
 			idle = true
 		}
+		// Taken before the step reads the mirror: a move while it looks (its
+		// round trips to etcd) wakes the next wait instead of the idle tick.
+		advanced = p.advanced()
 		if !p.step(idle) && retry == nil {
 			retry = time.After(retryPause)
 		}
 	}
+}
+
+// advanced returns the channel closed when the mirror next moves.
+func (p *blockPool) advanced() chan struct{} {
+	p.s.mu.Lock()
+	defer p.s.mu.Unlock()
+	return p.s.q.advanced
 }
 
 // step looks once and acts (see above). It reports false if an RPC failed and
