@@ -339,8 +339,11 @@ func (p *blockPool) tryAcquire(ctx context.Context, n int64) (*Units, bool, erro
 	}
 	for _, ask := range asks {
 		u, ok, err := p.s.TryAcquire(blockRequestContext(ctx), ask)
-		if o, _ := semaphore.OutcomeOf(err); ask > n && o == semaphore.TooLarge {
-			continue // a shrink since the capacity was read: n may still fit
+		if err != nil && ask > n {
+			// Not the call's failure (a shrink since the capacity was read,
+			// which n may still fit), or not in its terms: the ask for n
+			// decides, and its error names the caller's units.
+			continue
 		}
 		if err != nil {
 			return nil, false, err

@@ -781,3 +781,18 @@ func TestBlocks_StressCancellationsKeepTheCountsExact(t *testing.T) {
 	assert.Equal(t, p.ledger.local(), e.local.Available(), "every unit of the blocks is free")
 	p.mu.Unlock()
 }
+
+// A TryAcquire that fails while it asks etcd for a whole block fails naming
+// the units it was called for, not the block's: here its context ends just
+// after the call starts.
+func TestBlocks_TryAcquireErrorsNameTheCallersUnits(t *testing.T) {
+	s := newSem(t, newClient(t, sharedEndpoint(t)), testName(t), WithCapacity(4), WithBlocks(2))
+	ctx, cancel := context.WithCancel(testCtx(t, 20*time.Second))
+	defer cancel()
+	_, ok, err := s.TryAcquire(&cancelAfterCheck{Context: ctx, cancel: cancel}, 1)
+	assert.False(t, ok)
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Contains(t, err.Error(), `": try acquire 1 unit: canceled`)
+	o, _ := semaphore.OutcomeOf(err)
+	assert.Equal(t, semaphore.Cancelled, o)
+}
