@@ -27,7 +27,7 @@ type AIMDConfig struct {
 //
 // On the module's benchmark (the README's table: a backend that thrashes past
 // its capacity, which falls to a quarter and comes back), AIMD serves 0.65 of
-// the best static limit per phase, in real time and simulated: it sees no
+// the best static limit per phase in real time (0.64 simulated): it sees no
 // drop while the backend still answers within the deadline, so its limit
 // climbs to 8–9 times a capacity of 10.
 type AIMD struct {

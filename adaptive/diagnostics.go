@@ -27,8 +27,8 @@ func (l *Limiter) Diagnostics(maxLines int) string {
 		b.WriteString("capacity estimate unknown, ")
 	}
 	fmt.Fprintf(&b, "%d units in flight\n", s.InFlight)
-	fmt.Fprintf(&b, "calls: %d granted, %d succeeded, %d dropped, %d ignored, %d shed\n",
-		s.Granted, s.Succeeded, s.Dropped, s.Ignored, s.Shed)
+	fmt.Fprintf(&b, "calls: %d acquired, %d succeeded, %d dropped, %d ignored, %d shed\n",
+		s.Acquired, s.Succeeded, s.Dropped, s.Ignored, s.Shed)
 	fmt.Fprintf(&b, "windows: %d, %d raised the limit, %d lowered it", s.Windows, s.Increases, s.Decreases)
 	if !s.LastChange.IsZero() {
 		fmt.Fprintf(&b, ", last change %v ago", time.Since(s.LastChange).Round(time.Millisecond))

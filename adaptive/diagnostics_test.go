@@ -21,7 +21,7 @@ func TestDiagnostics_TellsTheLimitAgainstTheEstimateAndTheCounters(t *testing.T)
 	require.NoError(t, err)
 	assert.Equal(t, "db", l.Name())
 	assert.Equal(t, `adaptive limiter "db" (*adaptive_test.script): limit 4, capacity estimate unknown, 2 units in flight
-calls: 1 granted, 0 succeeded, 0 dropped, 0 ignored, 0 shed
+calls: 1 acquired, 0 succeeded, 0 dropped, 0 ignored, 0 shed
 windows: 0, 0 raised the limit, 0 lowered it
 `, l.Diagnostics(0))
 	c.Done(adaptive.Success)

@@ -58,7 +58,7 @@ func FuzzLimiterModel(f *testing.F) {
 					case units()+n <= limit:
 						require.NoError(t, err, "step %d: %d in flight under limit %d", i, units(), limit)
 						calls = append(calls, held{c, n})
-						want.Granted++
+						want.Acquired++
 					default:
 						require.ErrorIs(t, err, semaphore.ErrTimedOut, "step %d", i)
 					}

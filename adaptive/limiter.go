@@ -49,7 +49,7 @@ type Limiter struct {
 	inFlight   atomic.Int64  // units granted and not ended
 	limit      atomic.Int64  // the limit last applied (>= 1)
 	estimate   atomic.Int64  // est's last estimate; 0 unknown; set under mu
-	granted    atomic.Uint64 // calls granted (Acquire, Do, Start)
+	acquired   atomic.Uint64 // calls granted (Acquire, Do, Start)
 	ignored    atomic.Uint64 // calls ended without a sample
 	waited     atomic.Int64  // calls that found the limit reached since the last window closed
 	lastEmpty  atomic.Int64  // standing queue: last time, in Unix ns, a caller found no waiter
@@ -225,7 +225,7 @@ func (l *Limiter) acquire(ctx context.Context, c *Call, n int64) error {
 }
 
 func (l *Limiter) begin(c *Call, n int64, gated bool) {
-	l.granted.Add(1)
+	l.acquired.Add(1)
 	*c = Call{l: l, start: time.Now(), units: n, inFlight: l.inFlight.Add(n), gated: gated}
 }
 

@@ -10,7 +10,7 @@ type Stats struct {
 	Estimate int    // the algorithm's estimate of the backend's capacity, in units (see Estimator); 0 unknown
 	InFlight int    // as InFlight
 
-	Granted    uint64    // calls granted (Acquire, Do, Start)
+	Acquired   uint64    // calls granted (Acquire, Do, Start)
 	Succeeded  uint64    // calls ended as Success
 	Dropped    uint64    // calls ended as Dropped
 	Ignored    uint64    // calls ended without a sample (Ignore, Release)
@@ -30,7 +30,7 @@ func (l *Limiter) Stats() Stats {
 		Limit:      int(l.limit.Load()),
 		Estimate:   int(l.estimate.Load()),
 		InFlight:   int(l.inFlight.Load()),
-		Granted:    l.granted.Load(),
+		Acquired:   l.acquired.Load(),
 		Succeeded:  l.succeeded,
 		Dropped:    l.dropped,
 		Ignored:    l.ignored.Load(),

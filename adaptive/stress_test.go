@@ -101,7 +101,7 @@ func stress(t *testing.T, alg adaptive.Algorithm, lo, hi int) {
 	st := l.Stats()
 	assert.Zero(t, outOfBounds.Load())
 	assert.Zero(t, st.InFlight)
-	assert.Equal(t, st.Granted, st.Succeeded+st.Dropped+st.Ignored, "every granted call ended once")
+	assert.Equal(t, st.Acquired, st.Succeeded+st.Dropped+st.Ignored, "every granted call ended once")
 	require.GreaterOrEqual(t, st.Limit, lo)
 	require.LessOrEqual(t, st.Limit, hi)
 	assert.Equal(t, int64(st.Limit), sem.Capacity())

@@ -123,13 +123,14 @@ func (s *Semaphore) drainError(ctx context.Context, start time.Time) error {
 
 // Stats is a snapshot of a semaphore, from one handle's view at one revision.
 type Stats struct {
-	Revision int64   // the etcd revision the snapshot describes
-	Capacity int64   // the capacity (0 if never set)
-	Held     int64   // units held by Holders; more than Capacity after a shrink
-	Broken   bool    // broken, with BrokenReason
-	Reason   string  // the reason given to Break
-	Holders  []Entry // granted keys, oldest first
-	Waiters  []Entry // waiting keys, in queue order
+	Revision int64    // the etcd revision the snapshot describes
+	Capacity int64    // the capacity (0 if never set)
+	Held     int64    // units held by Holders; more than Capacity after a shrink
+	Broken   bool     // broken, with BrokenReason
+	Reason   string   // the reason given to Break
+	Holders  []Entry  // granted keys, oldest first
+	Waiters  []Entry  // waiting keys, in queue order
+	Reports  []Report // each block-mode handle's callers as last reported, in lease order
 }
 
 // An Entry is one acquire in Stats.
@@ -142,23 +143,29 @@ type Entry struct {
 	Client string        // the writer's WithClientName
 }
 
-// Stats reads the semaphore as of now: it waits until this handle's view has
-// caught up with etcd (one read), then reports it. A handle learns the state of
-// keys older than itself by replaying their history when it starts; if that
-// history was compacted, keys that did not fit then are reported as waiters,
-// though some may be holders kept by a shrinking Resize.
+// Stats reads the semaphore as of now: it reads the block-mode handles'
+// reports (one read), waits until this handle's view has caught up with etcd
+// at that read, then reports it. A handle learns the state of keys older than
+// itself by replaying their history when it starts; if that history was
+// compacted, keys that did not fit then are reported as waiters, though some
+// may be holders kept by a shrinking Resize. A report follows its handle's
+// callers within about 3s while etcd answers (see the package doc).
 func (s *Semaphore) Stats(ctx context.Context) (Stats, error) {
 	if err := s.errIfClosed(opCall("stats")); err != nil {
 		return Stats{}, err
 	}
 	cctx, stop := s.callContext(ctx)
 	defer stop()
-	if err := s.catchUp(cctx); err != nil {
+	reports, rev, err := s.readReports(cctx)
+	if err == nil {
+		err = s.waitRevision(cctx, rev)
+	}
+	if err != nil {
 		return Stats{}, s.failed(opCall("stats"), err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := Stats{Revision: s.q.rev, Capacity: s.q.capacity, Broken: s.q.broken, Reason: s.q.reason}
+	st := Stats{Revision: s.q.rev, Capacity: s.q.capacity, Broken: s.q.broken, Reason: s.q.reason, Reports: reports}
 	now := time.Now()
 	for _, k := range s.q.keys {
 		e := Entry{Key: k.key, Units: k.n, Token: k.createRev, Lease: k.lease, Client: k.client}

@@ -12,15 +12,15 @@ import (
 
 // An AuditReport is the result of Audit.
 type AuditReport struct {
-	Revisions  int      // revisions of the semaphore's keys replayed
+	Revisions  int      // revisions of the semaphore's keys replayed (reports aside)
 	Grants     int      // keys granted by the rule
 	Violations []string // broken guarantees, one line each; empty when clean
 }
 
-// Audit replays the whole revision history of the semaphore's keys, from
-// revision 1 to now, through the grant rule, and checks at every revision that
-// the units granted when a key is granted are at most the capacity and that
-// the granted keys are a prefix of the live queue (strict FIFO). It needs the
+// Audit replays the whole revision history of the semaphore's keys but the
+// reports, from revision 1 to now, through the grant rule, and checks at every
+// revision that the units granted when a key is granted are at most the
+// capacity and that the granted keys are a prefix of the live queue (strict FIFO). It needs the
 // history to be uncompacted. It is for tests, examples and operators; it reads
 // the whole history, so it is slow on a long-lived cluster.
 func Audit(ctx context.Context, cli *clientv3.Client, name string) (AuditReport, error) {
@@ -61,7 +61,7 @@ func Audit(ctx context.Context, cli *clientv3.Client, name string) (AuditReport,
 	if last == 0 {
 		return rep, nil
 	}
-	err = replay(ctx, cli, keys.prefix, 1, last, func(evs []*clientv3.Event) {
+	err = replay(ctx, cli, keys, 1, last, func(evs []*clientv3.Event) {
 		for _, ev := range evs {
 			if ev.Type == mvccpb.DELETE {
 				s.q.delete(string(ev.Kv.Key))
@@ -74,12 +74,13 @@ func Audit(ctx context.Context, cli *clientv3.Client, name string) (AuditReport,
 	return rep, err
 }
 
-// replay calls apply with the events of each revision of the keys under prefix
-// (one semaphore's) from revision from to revision to, in order. It knows it has seen them all
+// replay calls apply with the events of each revision of the state of one
+// semaphore (its keys but the reports) from revision from to revision to, in
+// order. It knows it has seen them all
 // when an event past to arrives, or when a progress notification (which the
 // server sends only once the watch has caught up) reports revision to or later:
 // a response's header revision alone says nothing of how far its events go.
-func replay(ctx context.Context, cli *clientv3.Client, prefix string, from, to int64, apply func([]*clientv3.Event)) error {
+func replay(ctx context.Context, cli *clientv3.Client, k keyLayout, from, to int64, apply func([]*clientv3.Event)) error {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var batch []*clientv3.Event
@@ -89,7 +90,7 @@ func replay(ctx context.Context, cli *clientv3.Client, prefix string, from, to i
 			batch = nil
 		}
 	}
-	wch := cli.Watch(wctx, prefix, clientv3.WithPrefix(), clientv3.WithRev(from))
+	wch := cli.Watch(wctx, k.prefix, k.stateRange(), clientv3.WithRev(from))
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for {

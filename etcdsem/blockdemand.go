@@ -40,6 +40,8 @@ import (
 //     units found free at two idle checks in a row go back.
 //   - Units leave the callers' pool before the key's weight drops in etcd
 //     (ledger), so the handle never grants more than its keys weigh.
+//   - Report: after each look it writes the handle's report if due
+//     (publish, report.go).
 type blockRequest struct {
 	ep     *epoch
 	n      int64     // units asked
@@ -290,6 +292,7 @@ func (p *blockPool) step(idle bool) bool {
 			ok = false
 		}
 	}
+	p.publish(idle)
 	return ok
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fairsem/semaphore"
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // WithBlocks makes the handle take units from etcd in blocks of at least size
@@ -77,6 +78,12 @@ type blockPool struct {
 	free      int64     // units free at the last idle check; -1 before the first
 	head      string    // the key of another handle heading the etcd queue at the last look
 	headSince time.Time // since when it has
+
+	// owned by the manager goroutine: the handle's report (report.go)
+	reported     callers          // what the last report written says
+	reportedOn   clientv3.LeaseID // the lease it was written under; 0 before the first
+	reportedAt   time.Time        // when it was written
+	reportFailed bool             // the last write failed: the next is tried at the idle tick
 }
 
 // An epoch is the life of a set of blocks: it ends when one is lost (every

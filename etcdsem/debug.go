@@ -1,6 +1,7 @@
 package etcdsem
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strconv"
@@ -12,9 +13,12 @@ import (
 )
 
 // A Semaphore is a semdebug.Source: semdebug.Register(s) shows it on the debug
-// page, from this handle's mirror (no RPC): the capacity, the units granted
-// and the keys waiting across the fleet, one holder group per handle (in
-// block mode, a handle's blocks), and in block mode this handle's own callers.
+// page, from this handle's mirror: the capacity, the units granted and the
+// keys waiting across the fleet, one holder group per handle (in block mode, a
+// handle's blocks), and in block mode this handle's own callers. Each reading
+// also reads the block-mode handles' reports (one Get, bounded by
+// reportReadTimeout): every process's callers as of its last report, about 3s
+// behind at most; "-" where no report is known.
 
 // Kind says what s is: "etcd semaphore", or "etcd semaphore, blocks of N".
 func (s *Semaphore) Kind() string {
@@ -24,18 +28,35 @@ func (s *Semaphore) Kind() string {
 	return "etcd semaphore"
 }
 
-// handleView is one handle of the fleet as the mirror shows it: its keys.
+// handleView is one handle of the fleet as the mirror shows it: its keys,
+// and its report.
 type handleView struct {
 	lease         int64
 	client        string
 	keys, waiting int   // keys granted (blocks, in block mode), keys waiting
 	held, awaited int64 // their units
 	oldest        time.Time
+	report        *Report // nil if unknown
+}
+
+// reportReadTimeout bounds the debug page's read of the reports.
+const reportReadTimeout = time.Second
+
+// pageReports reads the reports for the debug page; nil if the read failed.
+func (s *Semaphore) pageReports() []Report {
+	ctx, cancel := context.WithTimeout(s.bgCtx, reportReadTimeout)
+	defer cancel()
+	rs, _, err := s.readReports(ctx)
+	if err != nil {
+		return nil
+	}
+	return rs
 }
 
 // fleetHandlesLocked groups the mirror's live keys by handle (lease), in order of
-// each handle's oldest key. s.mu is held.
-func (s *Semaphore) fleetHandlesLocked() []*handleView {
+// each handle's oldest key, then adds the handles with a report and no key.
+// s.mu is held.
+func (s *Semaphore) fleetHandlesLocked(reports []Report) []*handleView {
 	by := map[int64]*handleView{}
 	var out []*handleView
 	for _, k := range s.q.keys {
@@ -56,14 +77,25 @@ func (s *Semaphore) fleetHandlesLocked() []*handleView {
 			h.held = addSat(h.held, k.n)
 		}
 	}
+	for i, r := range reports {
+		h := by[r.Lease]
+		if h == nil {
+			h = &handleView{lease: r.Lease, client: r.Client}
+			by[r.Lease] = h
+			out = append(out, h)
+		}
+		h.report = &reports[i]
+	}
 	return out
 }
 
-// Snapshot reads the semaphore from this handle's mirror, for the debug page.
-// Across the fleet only keys are known (in block mode, blocks): the callers a
-// handle serves from its blocks are counted in Details for this handle only.
-// Counters of calls are known in block mode, for this handle's callers.
+// Snapshot reads the semaphore from this handle's mirror and the handles'
+// reports, for the debug page. Across the fleet the keys are known (in block
+// mode, blocks), and the callers a block-mode handle serves from its blocks
+// as of its last report, in Details. Counters of calls are known in block
+// mode, for this handle's callers.
 func (s *Semaphore) Snapshot() semdebug.Snapshot {
+	reports := s.pageReports()
 	s.mu.Lock()
 	snap := semdebug.Snapshot{Capacity: s.q.capacity, Broken: s.q.broken, Cause: s.q.reason}
 	now := time.Now()
@@ -87,7 +119,7 @@ func (s *Semaphore) Snapshot() semdebug.Snapshot {
 		snap.HeadWait = snap.WaitList[0].Waited
 	}
 	snap.Available = max(snap.Capacity-snap.InUse, 0)
-	handles := s.fleetHandlesLocked()
+	handles := s.fleetHandlesLocked(reports)
 	s.mu.Unlock()
 
 	for _, h := range handles {
@@ -102,6 +134,7 @@ func (s *Semaphore) Snapshot() semdebug.Snapshot {
 	}
 	snap.Unknown = semdebug.QueuedField | semdebug.TimedOutField | semdebug.CancelledField | semdebug.RejectedField | semdebug.ShedField
 	snap.Details = append(snap.Details, semdebug.Detail{Name: "handles (processes)", Value: strconv.Itoa(len(handles))})
+	snap.Details = append(snap.Details, semdebug.Detail{Name: "callers of the handles' blocks, as reported", Value: fleetCallers(reports, len(handles))})
 	for _, h := range handles {
 		snap.Details = append(snap.Details, semdebug.Detail{Name: "handle " + strconv.Quote(h.client), Value: h.describe(s.blocks != nil)})
 	}
@@ -114,34 +147,55 @@ func (s *Semaphore) Snapshot() semdebug.Snapshot {
 	return snap
 }
 
-// describe says what the handle holds and waits for.
+// describe says what the handle holds and waits for: its keys are blocks if
+// this handle is in block mode or it reports.
 func (h *handleView) describe(blocks bool) string {
 	noun := "key"
-	if blocks {
+	if blocks || h.report != nil {
 		noun = "block"
 	}
 	out := countOf(h.keys, noun) + " of " + unitCount(h.held)
 	if h.waiting > 0 {
 		out += ", " + countOf(h.waiting, noun) + " of " + unitCount(h.awaited) + " waiting in etcd"
 	}
-	return out + ", lease " + strconv.FormatInt(h.lease, 16)
+	out += ", lease " + strconv.FormatInt(h.lease, 16) + "; callers of its blocks: "
+	if r := h.report; r != nil {
+		return out + r.describe() + ", reported " + r.Age.Round(time.Millisecond).String() + " ago"
+	}
+	return out + "-"
+}
+
+// describe says what the report's callers hold and wait for.
+func (r *Report) describe() string {
+	return fmt.Sprintf("%s holding %s, %s waiting for %s, in blocks of %s",
+		countOf(r.Holders, "caller"), unitCount(r.Held), countOf(r.Waiters, "caller"), unitCount(r.Awaited), unitCount(r.Blocks))
+}
+
+// fleetCallers sums the reports of the handles: "-" if none could be read
+// although there are handles.
+func fleetCallers(reports []Report, handles int) string {
+	if reports == nil && handles > 0 {
+		return "-"
+	}
+	var sum Report
+	for _, r := range reports {
+		sum.Holders += r.Holders
+		sum.Held = addSat(sum.Held, r.Held)
+		sum.Waiters += r.Waiters
+		sum.Awaited = addSat(sum.Awaited, r.Awaited)
+		sum.Blocks = addSat(sum.Blocks, r.Blocks)
+	}
+	return sum.describe() + ", from " + countOf(len(reports), "report")
 }
 
 // describe says what the pool's callers hold and wait for.
 func (p *blockPool) describe() string {
-	ep := p.ep.Load()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	waiters := 0
-	for _, w := range p.queue {
-		if !w.reclaim {
-			waiters++
-		}
-	}
+	c, ep := p.callersLocked(), p.ep.Load()
 	out := fmt.Sprintf("%s holding %s, %s waiting for %s, %s free in %s of %s",
-		countOf(int(ep.holds.Load()), "holder"), unitCount(ep.inUse.Load()),
-		countOf(waiters, "caller"), unitCount(p.waitUnits),
-		unitCount(ep.local.Available()), countOf(len(p.ledger.blocks), "block"), unitCount(p.ledger.local()))
+		countOf(c.holders, "holder"), unitCount(c.held), countOf(c.waiters, "caller"), unitCount(c.awaited),
+		unitCount(ep.local.Available()), countOf(len(p.ledger.blocks), "block"), unitCount(c.blocks))
 	if p.requested > 0 {
 		out += ", asking etcd for a block of " + unitCount(p.requested)
 	}
@@ -152,11 +206,13 @@ func countOf(n int, noun string) string { return errs.Count(int64(n), noun) }
 
 func unitCount(n int64) string { return errs.Count(n, "unit") }
 
-// Diagnostics is the debug page's dump of s: the fleet's handles, then this
-// handle's callers in block mode, at most maxLines handles (maxLines <= 0: all).
+// Diagnostics is the debug page's dump of s: the fleet's handles with their
+// reported callers, then this handle's callers in block mode, at most
+// maxLines handles (maxLines <= 0: all). It reads the reports as Snapshot does.
 func (s *Semaphore) Diagnostics(maxLines int) string {
+	reports := s.pageReports()
 	s.mu.Lock()
-	handles := s.fleetHandlesLocked()
+	handles := s.fleetHandlesLocked(reports)
 	capacity, broken, reason := s.q.capacity, s.q.broken, s.q.reason
 	s.mu.Unlock()
 	var b strings.Builder
@@ -165,6 +221,7 @@ func (s *Semaphore) Diagnostics(maxLines int) string {
 		fmt.Fprintf(&b, ", broken: %s", reason)
 	}
 	b.WriteString("\n")
+	fmt.Fprintf(&b, "callers of the handles' blocks, as reported: %s\n", fleetCallers(reports, len(handles)))
 	shown := slices.Clone(handles)
 	if maxLines > 0 && len(shown) > maxLines {
 		shown = shown[:maxLines]

@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -62,4 +63,63 @@ func TestSnapshot_ShowsABlockModeSemaphoresHandlesAndCallers(t *testing.T) {
 	assert.True(t, strings.Contains(string(body), name), "the page lists the semaphore:\n%s", body)
 	require.NoError(t, u.Release(ctx))
 	require.NoError(t, ub.Release(ctx))
+}
+
+// Every process's callers, as its report gives them, are on the page of any
+// handle; unknown stays "-".
+func TestSnapshot_ShowsEachProcesssReportedCallers(t *testing.T) {
+	ep := sharedEndpoint(t)
+	name := testName(t)
+	log := &grantLog{}
+	checkHistoryAtEnd(t, ep, name, log)
+	ctx := testCtx(t, 30*time.Second)
+	hostile := strings.Repeat("<i>\n\"x\" ", 625) // 5,000 bytes
+	viewer := newSem(t, newClient(t, ep), name, WithCapacity(3), WithClientName("viewer"))
+	a := newSem(t, newClient(t, ep), name, WithBlocks(2), WithClientName("a"))
+	b := newSem(t, newClient(t, ep), name, WithBlocks(1), WithClientName(hostile))
+	var held []*Units
+	for _, s := range []*Semaphore{a, a, b} {
+		u, err := s.Acquire(ctx, 1)
+		require.NoError(t, err)
+		log.add(u)
+		held = append(held, u)
+	}
+	waiting := startWaiting(ctx, a, 1) // every unit is held: it waits in a's queue
+	waitFor(t, "a's caller waits", func() bool { return a.blocks.nwait.Load() == 1 })
+
+	details := func() map[string]string {
+		out := map[string]string{}
+		for _, d := range viewer.Snapshot().Details {
+			out[d.Name] = d.Value
+		}
+		return out
+	}
+	aWant := "callers of its blocks: 2 callers holding 2 units, 1 caller waiting for 1 unit, in blocks of 2 units, reported "
+	bWant := "callers of its blocks: 1 caller holding 1 unit, 0 callers waiting for 0 units, in blocks of 1 unit, reported "
+	var d map[string]string
+	waitFor(t, "the viewer's page shows a's and b's reported callers", func() bool {
+		d = details()
+		return strings.Contains(d[`handle "a"`], aWant) && strings.Contains(d["handle "+strconv.Quote(hostile)], bWant)
+	})
+	assert.Contains(t, d[`handle "a"`], "1 block of 2 units")
+	assert.Equal(t, "3 callers holding 3 units, 1 caller waiting for 1 unit, in blocks of 3 units, from 2 reports",
+		d["callers of the handles' blocks, as reported"])
+	diag := viewer.Diagnostics(0)
+	assert.Contains(t, diag, `handle "a": 1 block of 2 units`)
+	assert.Contains(t, diag, aWant)
+	assert.Contains(t, diag, "as reported: 3 callers holding 3 units")
+	assert.Equal(t, 4, strings.Count(diag, "\n"), "a header, the fleet's callers and one line per handle (a and b):\n%s", diag)
+
+	require.NoError(t, viewer.Close())
+	d = details()
+	assert.Equal(t, "-", d["callers of the handles' blocks, as reported"], "no report read: unknown, not 0")
+	assert.Contains(t, d[`handle "a"`], "callers of its blocks: -")
+
+	for _, u := range held {
+		require.NoError(t, u.Release(ctx))
+	}
+	u := <-waiting
+	require.NotNil(t, u)
+	log.add(u)
+	require.NoError(t, u.Release(ctx))
 }

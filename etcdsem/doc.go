@@ -36,8 +36,13 @@
 // etcd compares values as numbers), "broken" is present while broken (its
 // value is the reason), and "q/<lease>-<seq>" is one key per acquire, waiting
 // or holding, attached to the handle's lease, whose value is its weight (then
-// the start time and the client's label, for Stats). To keep the semaphores of
-// one application apart from other keys, give the client a namespace
+// the start time and the client's label, for Stats). "r/<lease>" is a
+// block-mode handle's report, attached to its lease, whose value counts its
+// callers (see Block mode), then the time written and the client's label.
+// The grant rule reads only the range [KeyPrefix(NAME), ReportPrefix(NAME)),
+// which holds "broken", "cap" and the queue and no report: every handle (and
+// semctl watch) watches that range, so a report written reaches no watch. To keep the semaphores of one
+// application apart from other keys, give the client a namespace
 // (go.etcd.io/etcd/client/v3/namespace).
 //
 // Names without "/" or "%" have the keys earlier versions gave them. Earlier
@@ -158,12 +163,19 @@
 //     callers are served from the blocks it holds: a caller of one handle can
 //     be served before an earlier caller of another handle that is waiting for
 //     a block.
-//   - Administration sees the blocks: Stats and semctl show each block as a
-//     holder with its handle's client name; Break fails the handles' waiting
-//     callers and later acquires with ErrBroken at the revision their watches
-//     deliver it, and the handles give units back as their holders release
-//     them, so Break then Drain is still the shutdown; Resize shrinks blocks
-//     as their units come free.
+//   - Administration sees the fleet: Stats and semctl show each block as a
+//     holder with its handle's client name. Each block-mode handle reports
+//     its callers (holding and waiting, with their units, and its blocks'
+//     units) in its report key, under its lease: at once on a new lease once
+//     it holds a block or has callers waiting, then when they change, at
+//     most one write per 2s per busy process, so a report is about 3s behind
+//     at most while etcd answers; a failed write is tried again a second
+//     later, and Close (the lease's end) deletes it. Stats.Reports, semctl status and the debug
+//     page show every process's callers from the reports. Break fails the
+//     handles' waiting callers and later acquires with ErrBroken at the
+//     revision their watches deliver it, and the handles give units back as
+//     their holders release them, so Break then Drain is still the shutdown;
+//     Resize shrinks blocks as their units come free.
 //   - TryAcquire takes free units of the handle's blocks when none of its
 //     callers waits; with none free it asks etcd for a block without queueing
 //     (max(n, size) units, then n).
@@ -232,7 +244,8 @@
 //     raise the TTL to its minimum.
 //   - One watch per handle (leader required, re-established from the next
 //     unseen revision on any error), so a release costs every handle one event
-//     and no RPC, however many of its callers wait.
+//     and no RPC, however many of its callers wait. It watches the keys the
+//     rule reads, not the reports, so reports cost no handle an event.
 //   - A missing capacity is 0: every acquire of units fails with ErrTooLarge
 //     until Resize or WithCapacity sets one.
 //   - Close revokes the lease: every unit of the handle is given back at once,
@@ -250,7 +263,8 @@
 //     semaphore's identity in etcd, shared by every handle, with no sensible
 //     default. WithClientName labels a handle's keys, a different thing.
 //   - Stats and TryAcquire first wait until the handle's mirror has applied
-//     the cluster's current revision. The watch sees only the semaphore's
+//     the cluster's current revision (for Stats, that of its read of the
+//     reports). The watch sees only the semaphore's
 //     keys, so when the latest revisions were other keys' writes the handle
 //     asks etcd for a progress notification on its watch stream (a message on
 //     the open stream, not an RPC), which moves the mirror there.

@@ -184,7 +184,7 @@ func checkHistory(t *testing.T, cli *clientv3.Client, name string, log *grantLog
 	}
 
 	if last > 0 {
-		err := replay(ctx, cli, layout.prefix, 1, last, func(evs []*clientv3.Event) {
+		err := replay(ctx, cli, layout, 1, last, func(evs []*clientv3.Event) {
 			for _, ev := range evs {
 				key := string(ev.Kv.Key)
 				switch {

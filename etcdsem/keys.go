@@ -1,6 +1,11 @@
 package etcdsem
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
 
 // The key layout. Every key of the semaphore NAME starts with
 //
@@ -8,8 +13,8 @@ import "strings"
 //
 // where escape writes each "%" as "%25" and each "/" as "%2F" and leaves every
 // other byte as it is (so "jobs" has the prefix "jobs/", and "app/jobs" has
-// "app%2Fjobs/"). Under P: "cap", "broken" and "q/<lease>-<seq>" (lease: 16 hex
-// digits; seq: hex), described in the package doc.
+// "app%2Fjobs/"). Under P: "cap", "broken", "q/<lease>-<seq>" (lease: 16 hex
+// digits; seq: hex) and "r/<lease>", described in the package doc.
 //
 // Why no key of one semaphore can be taken for a key of another, whatever
 // bytes the names hold: escape(NAME) contains no "/", so the first "/" of any
@@ -23,17 +28,35 @@ import "strings"
 // P, "cap" and "broken" are whole keys and neither is a prefix of the other or
 // of "q/", and the lease part of a queue key has a fixed width followed by
 // "-", so one lease's keys never start with another lease's prefix.
+//
+// The state, the keys the grant rule reads, is the range [P, P+"r/"): every
+// key k in it starts with P (if k did not, at the first byte where k and P
+// differ k's byte would be greater, as k >= P, and so k > P+"r/"), so it holds
+// no other semaphore's keys; and it holds "broken", "cap" and "q/..." (each
+// below "r/") but no report, "r/..." being at or after its end. Watches and
+// reads of the state use that range, so a report written reaches no handle's
+// watch.
 type keyLayout struct {
 	prefix    string // P: every key of the semaphore, and no other's
 	qprefix   string // P + "q/": one key per acquire, waiting or holding
 	capKey    string // P + "cap": the capacity, zero-padded so values compare as numbers
 	brokenKey string // P + "broken": present while broken; the value is the reason
+	rprefix   string // P + "r/": one report per block-mode handle; the end of the state's range
 }
 
 // keysOf returns the key layout of the semaphore name.
 func keysOf(name string) keyLayout {
 	p := KeyPrefix(name)
-	return keyLayout{prefix: p, qprefix: p + "q/", capKey: p + "cap", brokenKey: p + "broken"}
+	return keyLayout{prefix: p, qprefix: p + "q/", capKey: p + "cap", brokenKey: p + "broken", rprefix: ReportPrefix(name)}
+}
+
+// stateRange is the option of a watch or read of the state, from prefix: the
+// range up to the reports.
+func (k keyLayout) stateRange() clientv3.OpOption { return clientv3.WithRange(k.rprefix) }
+
+// reportKey is the key of the report of the handle on lease.
+func (k keyLayout) reportKey(lease clientv3.LeaseID) string {
+	return k.rprefix + fmt.Sprintf("%016x", int64(lease))
 }
 
 // MaxNameLen is the longest name New accepts, in bytes as its keys hold it:
@@ -55,4 +78,13 @@ var nameEscaper = strings.NewReplacer("%", "%25", "/", "%2F")
 // watches.
 func KeyPrefix(name string) string {
 	return nameEscaper.Replace(name) + "/"
+}
+
+// ReportPrefix returns the prefix of the reports of the semaphore name's
+// block-mode handles: KeyPrefix(name) + "r/", the last keys under it. The
+// semaphore's state (capacity, broken, queue) is the range from KeyPrefix(name)
+// up to ReportPrefix(name), which a tool watches to follow grants without
+// seeing reports (etcdctl watch KEY RANGE_END).
+func ReportPrefix(name string) string {
+	return KeyPrefix(name) + "r/"
 }

@@ -49,12 +49,16 @@ func TestKeys_NamesWithoutSlashOrPercentKeepTheirText(t *testing.T) {
 	assert.Equal(t, "jobs/cap", k.capKey)
 	assert.Equal(t, "jobs/broken", k.brokenKey)
 	assert.Equal(t, "jobs/q/", k.qprefix)
+	assert.Equal(t, "jobs/r/00000000000000ff", k.reportKey(255))
 	assert.Equal(t, "a%2Fq/", KeyPrefix("a/q"))
 	assert.Equal(t, "50%25%2F/", KeyPrefix("50%/"))
 }
 
 // FuzzKeys checks the layout's claim for any two names: every key of one
 // starts with its own prefix and no key of one starts with the other's prefix.
+// It also checks the state's range [prefix, prefix+"r/"): it holds a name's
+// capacity, broken and queue keys, none of its reports, and no key of
+// another name.
 func FuzzKeys(f *testing.F) {
 	for _, p := range nestingPairs[:9] {
 		f.Add(p[0], p[1])
@@ -67,10 +71,16 @@ func FuzzKeys(f *testing.F) {
 		for _, x := range []struct {
 			own, other keyLayout
 		}{{ka, kb}, {kb, ka}} {
-			for _, k := range []string{x.own.capKey, x.own.brokenKey, x.own.qprefix} {
+			inState := func(l keyLayout, k string) bool { return l.prefix <= k && k < l.rprefix }
+			for _, k := range []string{x.own.capKey, x.own.brokenKey, x.own.qprefix, x.own.reportKey(1)} {
 				require.True(t, strings.HasPrefix(k, x.own.prefix))
 				require.False(t, strings.HasPrefix(k, x.other.prefix), "key %q under prefix %q", k, x.other.prefix)
+				require.False(t, inState(x.other, k), "key %q in the state's range of %q", k, x.other.prefix)
 			}
+			for _, k := range []string{x.own.capKey, x.own.brokenKey, x.own.qprefix + "0000000000000001-1"} {
+				require.True(t, inState(x.own, k), "key %q out of its state's range", k)
+			}
+			require.False(t, inState(x.own, x.own.reportKey(1)), "a report in the state's range")
 		}
 	})
 }
@@ -179,4 +189,18 @@ func TestNew_NameBoundIsTheLongestEtcdAccepts(t *testing.T) {
 	}
 	_, err := New(ctx, cli, strings.Repeat("L", 250<<10), WithCapacity(1))
 	assert.ErrorIs(t, err, rpctypes.ErrRequestTooLarge, "a name of 250 KiB")
+}
+
+// A tool that watches [KeyPrefix, ReportPrefix) follows the state (capacity,
+// broken, queue) and sees no report, whatever the name holds.
+func TestReportPrefix_EndsTheStateRange(t *testing.T) {
+	for _, name := range []string{"jobs", "a/b", "a%2Fb", "r", "q/r/", strings.Repeat("<b>\n", 1250)} {
+		k := keysOf(name)
+		start, end := KeyPrefix(name), ReportPrefix(name)
+		require.True(t, strings.HasPrefix(end, start), "%q: the reports are under the prefix", name)
+		for _, key := range []string{k.capKey, k.brokenKey, k.qprefix + "00000000000000ff-1"} {
+			assert.True(t, start <= key && key < end, "%q: %q is in the state's range", name, key)
+		}
+		assert.False(t, k.reportKey(255) < end, "%q: a report is outside the state's range", name)
+	}
 }

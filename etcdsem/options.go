@@ -46,8 +46,9 @@ func WithCapacity(c int64) Option {
 	return func(cfg *config) { cfg.capacity, cfg.hasCap = c, true }
 }
 
-// WithClientName labels this handle's keys, so that Stats and semctl status
-// show which process holds or waits (default: the host name and process id).
+// WithClientName labels this handle's keys and, in block mode, its report, so
+// that Stats, semctl status and the debug page show which process holds or
+// waits (default: the host name and process id).
 func WithClientName(name string) Option {
 	return func(c *config) { c.clientTag = name }
 }

@@ -93,7 +93,7 @@ func New(ctx context.Context, cli *clientv3.Client, name string, opts ...Option)
 			return nil, s.rpcFailed(opCall("create"), err)
 		}
 	}
-	resp, err := cli.Get(ctx, s.prefix, clientv3.WithPrefix())
+	resp, err := cli.Get(ctx, s.prefix, s.stateRange())
 	if err != nil {
 		return nil, s.rpcFailed(opCall("read state"), err)
 	}
@@ -121,10 +121,10 @@ func (s *Semaphore) loadState(ctx context.Context, now *clientv3.GetResponse) {
 		}
 	}
 	if oldest > 1 {
-		base, err := s.cli.Get(ctx, s.prefix, clientv3.WithPrefix(), clientv3.WithRev(oldest-1))
+		base, err := s.cli.Get(ctx, s.prefix, s.stateRange(), clientv3.WithRev(oldest-1))
 		if err == nil {
 			s.q.load(oldest-1, base.Kvs)
-			err = replay(ctx, s.cli, s.prefix, oldest, now.Header.Revision, s.q.applyEvents)
+			err = replay(ctx, s.cli, s.keyLayout, oldest, now.Header.Revision, s.q.applyEvents)
 			if err == nil {
 				s.q.advance(now.Header.Revision)
 				return

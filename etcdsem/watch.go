@@ -7,9 +7,10 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// watch keeps the mirror (s.q) up to date: one watch on the semaphore's keys per
-// handle, shared by all its waiters and holders, so a release costs every handle
-// one event and no extra RPC however many of its callers wait. It asks for a
+// watch keeps the mirror (s.q) up to date: one watch on the semaphore's state
+// (its keys but the reports, see keys.go) per handle, shared by all its
+// waiters and holders, so a release costs every handle one event and no extra
+// RPC however many of its callers wait. It asks for a
 // leader, so a member cut off from the quorum does not leave it silently stale;
 // on any error it re-watches from the next revision it has not applied, and
 // after a compaction it re-reads (resync). A progress notification (see
@@ -22,7 +23,7 @@ func (s *Semaphore) watch(ctx context.Context) {
 		from := s.q.rev + 1
 		s.mu.Unlock()
 		wctx, cancel := context.WithCancel(watchContext(ctx))
-		for resp := range s.cli.Watch(wctx, s.prefix, clientv3.WithPrefix(), clientv3.WithRev(from)) {
+		for resp := range s.cli.Watch(wctx, s.prefix, s.stateRange(), clientv3.WithRev(from)) {
 			if resp.CompactRevision != 0 {
 				s.resync(ctx)
 				break
@@ -55,7 +56,7 @@ func watchContext(ctx context.Context) context.Context { return clientv3.WithReq
 // were granted or failed in the gap: they fail with ErrLost and their keys are
 // deleted (the units pass on if they had been granted). Holders stay holders.
 func (s *Semaphore) resync(ctx context.Context) {
-	resp, err := s.cli.Get(ctx, s.prefix, clientv3.WithPrefix())
+	resp, err := s.cli.Get(ctx, s.prefix, s.stateRange())
 	if err != nil {
 		return // the caller re-watches from the old revision and lands here again
 	}

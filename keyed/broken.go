@@ -76,9 +76,10 @@ func (s *Set) Err() error {
 // context.Cause(ctx) (and semaphore.ErrTimedOut for a deadline) and says how many
 // keys and units are still out.
 //
-// Drain does not stop admission: call Break first for a shutdown. It waits for
-// this set's units only, not for other users of the global semaphore, whose
-// own Drain does that.
+// Drain does not stop admission: a key that becomes active while it waits keeps
+// it waiting, as new grants keep a semaphore's Drain waiting; call Break first
+// for a shutdown. It waits for this set's units only, not for other users of
+// the global semaphore, whose own Drain does that.
 func (s *Set) Drain(ctx context.Context) error {
 	if s.label == "" {
 		panic(errZeroSet)

@@ -131,3 +131,25 @@ func TestDrain_WaitsAgainOnceTheSetIsBusyAgain(t *testing.T) {
 		}
 	})
 }
+
+func TestDrain_AKeyThatBecomesActiveWhileItWaitsKeepsItWaiting(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := keyed.New(2, keyed.WithLimit(4))
+		a, ok := s.TryAcquire("a", 1)
+		require.True(t, ok)
+		done := make(chan error, 1)
+		go func() { done <- s.Drain(context.Background()) }()
+		synctest.Wait()
+		b, err := s.Acquire(context.Background(), "b", 1)
+		require.NoError(t, err, "Drain does not stop admission")
+		a.Release() // a was all that was active when Drain began
+		synctest.Wait()
+		select {
+		case <-done:
+			t.Fatal("Drain returned while a key that became active meanwhile holds units")
+		default:
+		}
+		b.Release()
+		assert.NoError(t, <-done)
+	})
+}

@@ -48,6 +48,9 @@
 //     of other keys.
 //   - Each key's calls are served in the order they reached the limit, a large
 //     one at the head holding up the key's smaller ones behind it.
+//   - A request for 0 units follows the same order, as in the core: while calls
+//     wait at the limit it waits for its key's turn, and after a shrinking
+//     Resize until the units held are within the limit.
 //   - Nothing held is ever taken back. The units held by all keys never exceed
 //     the limit; after a shrinking Resize no call is granted until they are
 //     below the new one.
@@ -63,7 +66,8 @@
 // asks for less than its share has its calls served within about one grant to
 // each other waiting key. Units count by size: a call for 3 units advances its
 // key three times as far as a call for 1. Grants made while nobody waits at the
-// limit advance nothing.
+// limit advance nothing, and a grant given back because the call's context
+// ended as it was made moves its key's virtual time back.
 //
 // Ordering by virtual time rather than by the units each key holds now makes
 // the shares exact over time when the limit is small: a limit of 8 split 1:4

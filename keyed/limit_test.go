@@ -457,19 +457,40 @@ func TestLimit_AGrantThatRacesTheContextIsGivenBackAndNotCharged(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := keyed.New(4, keyed.WithLimit(1))
 		x, _ := s.TryAcquire("x", 1)
-		keep, _ := s.TryAcquire("a", 0) // keeps a active: 1 grant
+		keep, _ := s.TryAcquire("a", 0) // keeps a active: 1 grant, and its virtual time
 		ctx, cancel := context.WithCancel(context.Background())
 		raced := acquireAsync(ctx, s, "a", 1)
 		synctest.Wait()
-		x.Release() // grants a's call...
+		b1 := acquireAsync(context.Background(), s, "b", 1)
+		synctest.Wait()
+		x.Release() // grants a's call, which waited first...
 		cancel()    // ...and its context ends before it runs
 		r := <-raced
 		require.ErrorIs(t, r.err, context.Canceled, "granted as its context ended: the caller sees the context's error")
 		assert.Equal(t, uint64(1), s.KeyStats("a").Acquired, "the grant it did not use is not counted")
 		assert.Equal(t, int64(0), s.KeyStats("a").Held)
-		u, ok := s.TryAcquire("b", 1)
-		require.True(t, ok, "the unit came back")
-		u.Release()
+		r = <-b1
+		require.NoError(t, r.err, "the unit came back and went to b")
+		// b was granted a unit and a none: a's next call goes before b's,
+		// although b's waited first.
+		b2 := acquireAsync(context.Background(), s, "b", 1)
+		synctest.Wait()
+		a2 := acquireAsync(context.Background(), s, "a", 1)
+		synctest.Wait()
+		r.u.Release()
+		synctest.Wait()
+		next := b2
+		select {
+		case r = <-a2:
+		case r = <-b2:
+			assert.Fail(t, "b was served first: a's virtual time still counts the unit it gave back")
+			next = a2
+		}
+		require.NoError(t, r.err)
+		r.u.Release()
+		r = <-next
+		require.NoError(t, r.err)
+		r.u.Release()
 		keep.Release()
 	})
 }
@@ -514,4 +535,48 @@ func TestLimit_ACancellationBeforeTheLimitsGrantWins(t *testing.T) {
 			})
 		})
 	}
+}
+
+func TestLimit_AZeroUnitRequestWaitsItsTurnLikeAnyOther(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := keyed.New(4, keyed.WithLimit(1))
+		x, _ := s.TryAcquire("x", 1)
+		a1 := acquireAsync(context.Background(), s, "a", 1)
+		synctest.Wait()
+		a0 := acquireAsync(context.Background(), s, "a", 0)
+		synctest.Wait()
+		b1 := acquireAsync(context.Background(), s, "b", 1)
+		synctest.Wait()
+		x.Release() // a's first call waited first: granted; a's virtual time is now ahead of b's
+		r := <-a1
+		require.NoError(t, r.err)
+		select {
+		case <-a0:
+			t.Fatal("a's 0-unit call was granted while a owes and b's call waits for the limit")
+		default:
+		}
+		_, ok := s.TryAcquire("c", 0)
+		assert.False(t, ok, "TryAcquire(0) does not jump the calls waiting at the limit")
+		r.u.Release() // b's turn, then a's
+		r = <-b1
+		require.NoError(t, r.err)
+		z := <-a0
+		require.NoError(t, z.err, "a's turn comes after b's grant, although its call waited longer")
+		z.u.Release()
+
+		s.Resize(0) // b holds 1 unit above the new limit
+		_, ok = s.TryAcquire("a", 0)
+		assert.False(t, ok, "no 0-unit grant while the units held exceed the limit")
+		a0 = acquireAsync(context.Background(), s, "a", 0)
+		synctest.Wait()
+		select {
+		case <-a0:
+			t.Fatal("a 0-unit call was granted while the units held exceed the limit")
+		default:
+		}
+		r.u.Release()
+		z = <-a0
+		require.NoError(t, z.err, "granted once the units held are within the limit")
+		z.u.Release()
+	})
 }

@@ -40,7 +40,7 @@ var (
 	quick    = flag.Bool("quick", false, "1 run of 1s per scenario and limiter")
 	runs     = flag.Int("runs", 3, "runs; the tables show medians and ranges")
 	length   = flag.Duration("for", 4*time.Second, "length of each scenario, per limiter")
-	pngPath  = flag.String("png", "", "write each tenant's units held over time in the return scenario of the first run to this PNG file")
+	pngPath  = flag.String("png", "", "write each tenant's units held over time in the weighted and return scenarios of the first run to this PNG file")
 	limitN   = flag.Int64("limit", 8, "the global limit, in units")
 	service  = flag.Duration("service", 20*time.Millisecond, "each request's service time")
 	deadline = flag.Duration("deadline", 300*time.Millisecond, "each request's deadline, from its arrival")

@@ -25,9 +25,9 @@ func TestRun(t *testing.T) {
 	assert.Positive(t, r.sent)
 	assert.Equal(t, r.sent, r.served+r.refused+r.failed, "every request ends once")
 	assert.Zero(t, r.limiter.InFlight, "every call given back")
-	assert.Equal(t, r.limiter.Granted, r.limiter.Succeeded+r.limiter.Dropped+r.limiter.Ignored,
+	assert.Equal(t, r.limiter.Acquired, r.limiter.Succeeded+r.limiter.Dropped+r.limiter.Ignored,
 		"every granted call ended with one verdict")
-	assert.LessOrEqual(t, uint64(r.served), r.limiter.Granted, "served only with a grant")
+	assert.LessOrEqual(t, uint64(r.served), r.limiter.Acquired, "served only with a grant")
 	assert.Positive(t, r.limiter.Limit)
 	assert.True(t, strings.HasPrefix(out.String(), "time  capacity  limit  estimate  served/s\n"), out.String())
 }

@@ -16,17 +16,17 @@
 // Why a test and not a script: every module already runs its tests in CI
 // (scripts/test.sh), so the check needs no new CI step, runs with the Go that
 // builds the module, and fails like any other test. The root module's test lives
-// in this package; each nested module (etcdsem, metrics/prom, metrics/otel) has a
-// small test calling Check, since internal visibility is by import path and those
-// modules' paths are below the root's.
+// in this package; each nested module (etcdsem, metrics/prom, metrics/otel,
+// grpcsem) has a small test calling Check, since internal visibility is by
+// import path and those modules' paths are below the root's.
 //
-// Why the snippets are split by module: a snippet using etcdsem or a metrics
-// package can only be compiled in the module whose go.mod requires those
-// dependencies, and the core module must not require them. A snippet belongs to
-// the module of the packages it selects from (etcdsem. for etcdsem; prom. or
-// prometheus. for metrics/prom; otel. or metric. for metrics/otel), and to the
-// root module when it selects only from the root module's packages and the
-// standard library. Identifiers are read with go/scanner, so a package named in
+// Why the snippets are split by module: a snippet using etcdsem, a metrics
+// package or grpcsem can only be compiled in the module whose go.mod requires
+// those dependencies, and the core module must not require them. A snippet
+// belongs to the module of the packages it selects from (etcdsem. for etcdsem;
+// prom. or prometheus. for metrics/prom; otel. or metric. for metrics/otel;
+// grpcsem. or grpc. for grpcsem), and to the root module when it selects only
+// from the root module's packages and the standard library. Identifiers are read with go/scanner, so a package named in
 // a comment or a string (`// or otel.NewSemaphoreMetrics(meter)`) does not count.
 // A snippet selecting from two nested modules cannot compile anywhere and is
 // reported as such by the root test.

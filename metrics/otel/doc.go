@@ -17,5 +17,5 @@
 // (error.type for failures), and attributes semaphore.name /
 // admission.controller.name to tell instances apart. State and counters are read
 // from Stats in a callback at collection time; only the histograms are recorded
-// as events occur. See the README for the full list.
+// as events occur. The README lists the semaphore and admission metrics.
 package otel

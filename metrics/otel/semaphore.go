@@ -70,7 +70,7 @@ func NewSemaphoreMetrics(meter metric.Meter, opts ...Option) (*SemaphoreMetrics,
 	queued, errs[7] = meter.Int64ObservableCounter("semaphore.queued", metric.WithUnit("{request}"),
 		metric.WithDescription("Calls that joined the wait queue."))
 	failures, errs[8] = meter.Int64ObservableCounter("semaphore.failures", metric.WithUnit("{request}"),
-		metric.WithDescription("Calls that failed, by error.type: timed_out (AcquireTimeout), cancelled (context), rejected (queue full or too large)."))
+		metric.WithDescription("Calls that failed, by error.type: timed_out (a deadline: AcquireTimeout's or the context's), cancelled (a context cancelled), rejected (queue full or too large)."))
 	waitTime, errs[9] = meter.Float64ObservableCounter("semaphore.wait.time", metric.WithUnit("s"),
 		metric.WithDescription("Total time spent waiting in the queue."))
 	if err := errors.Join(errs[:]...); err != nil {

@@ -17,7 +17,7 @@
 // (_seconds, _bytes, _units), _total for counters. Gauges and counters are read
 // from Stats at scrape time, so a scrape costs one Stats call per semaphore or
 // controller and nothing happens between scrapes; only the histograms are fed as
-// events occur. See the README for the full list.
+// events occur. The README lists the semaphore and admission metrics.
 //
 // Decisions: the wait-time histogram of a semaphore counts only calls that
 // waited in the queue (a refusal without waiting is counted in

@@ -27,7 +27,7 @@ func ExampleNewSemaphoreCollector() {
 	_ = sem.AcquireTimeout(time.Millisecond, 1) // waits, then times out
 
 	err := testutil.GatherAndCompare(reg, strings.NewReader(`
-# HELP semaphore_timed_out_total Waits that reached their AcquireTimeout deadline.
+# HELP semaphore_timed_out_total Calls that failed on a deadline: AcquireTimeout's or the context's.
 # TYPE semaphore_timed_out_total counter
 semaphore_timed_out_total{semaphore="db"} 1
 `), "semaphore_timed_out_total")

@@ -45,7 +45,7 @@ semaphore_available_units{semaphore="db"} 1
 # HELP semaphore_broken 1 once the semaphore is broken, else 0.
 # TYPE semaphore_broken gauge
 semaphore_broken{semaphore="db"} 0
-# HELP semaphore_cancelled_total Waits whose context ended.
+# HELP semaphore_cancelled_total Calls whose context was cancelled (a deadline counts as timed out).
 # TYPE semaphore_cancelled_total counter
 semaphore_cancelled_total{semaphore="db"} 0
 # HELP semaphore_capacity_units Units the semaphore holds in all.
@@ -60,7 +60,7 @@ semaphore_refusals_total{outcome="too_large",semaphore="db"} 1
 # HELP semaphore_rejected_total Calls refused: queue full or larger than the capacity.
 # TYPE semaphore_rejected_total counter
 semaphore_rejected_total{semaphore="db"} 1
-# HELP semaphore_timed_out_total Waits that reached their AcquireTimeout deadline.
+# HELP semaphore_timed_out_total Calls that failed on a deadline: AcquireTimeout's or the context's.
 # TYPE semaphore_timed_out_total counter
 semaphore_timed_out_total{semaphore="db"} 1
 # HELP semaphore_wait_duration_seconds Time calls waited in the queue, by how the wait ended.

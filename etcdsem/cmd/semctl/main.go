@@ -1,6 +1,6 @@
 // Command semctl administers etcdsem semaphores: the operator's side.
 //
-//	semctl -endpoints 127.0.0.1:2379 status NAME       capacity, holders (units, age, token, lease TTL left), waiters in order
+//	semctl -endpoints 127.0.0.1:2379 status NAME       capacity, holders (units, age, token, lease TTL left), waiters in order, processes
 //	semctl -endpoints 127.0.0.1:2379 resize NAME N     set the capacity; holders are never revoked
 //	semctl -endpoints 127.0.0.1:2379 break NAME REASON fail every waiter and later acquire
 //	semctl -endpoints 127.0.0.1:2379 repair NAME       undo break
@@ -39,7 +39,10 @@ func main() {
 }
 
 const usage = `usage: semctl -endpoints URLS [-timeout D] COMMAND NAME [ARG]
-  status NAME         capacity, holders (units, age, token, lease TTL left), waiters in order
+  status NAME         capacity, holders (units, age, token, lease TTL left), waiters in order,
+                      then one line per process: its keys (in block mode, its blocks) and, in
+                      block mode, the callers it serves from its blocks as it last reported
+                      them (rewritten when they change, at most every 2s: about 3s behind)
   resize NAME N       set the capacity (0 to %d); holders are never revoked
   break NAME REASON   fail every waiter and later acquire until repair
   repair NAME         undo break
@@ -204,10 +207,10 @@ func status(ctx context.Context, out io.Writer, cli *clientv3.Client, s *etcdsem
 		if d, err := etcdsem.LeaseTTL(ctx, cli, e.Lease); err == nil {
 			ttl = d.String()
 		}
-		fmt.Fprintf(tw, "holder\t%d\t%v\t%d\t%s\t%s\t%s\n", e.Units, e.Age.Round(time.Millisecond), e.Token, ttl, e.Client, e.Key)
+		fmt.Fprintf(tw, "holder\t%d\t%v\t%d\t%s\t%q\t%s\n", e.Units, e.Age.Round(time.Millisecond), e.Token, ttl, e.Client, e.Key)
 	}
 	for i, e := range st.Waiters {
-		fmt.Fprintf(tw, "waiter %d\t%d\t%v\t%d\t\t%s\t%s\n", i+1, e.Units, e.Age.Round(time.Millisecond), e.Token, e.Client, e.Key)
+		fmt.Fprintf(tw, "waiter %d\t%d\t%v\t%d\t\t%q\t%s\n", i+1, e.Units, e.Age.Round(time.Millisecond), e.Token, e.Client, e.Key)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -216,46 +219,54 @@ func status(ctx context.Context, out io.Writer, cli *clientv3.Client, s *etcdsem
 }
 
 // handles prints one line per handle (one lease: a process's handle), in the
-// order of its oldest key: the keys it holds (in block mode, its blocks) and
-// those it waits with.
+// order of its oldest key, then the handles with a report and no key: the
+// keys it holds (in block mode, its blocks), those it waits with, and in block
+// mode the callers it serves from its blocks, as of its last report.
 func handles(out io.Writer, st etcdsem.Stats) error {
 	type handle struct {
 		client         string
 		keys, waiting  int
 		held, awaiting int64
+		report         *etcdsem.Report
 	}
 	by := map[int64]*handle{}
 	var leases []int64
-	add := func(e etcdsem.Entry, waiting bool) {
-		h := by[e.Lease]
+	handleOf := func(lease int64, client string) *handle {
+		h := by[lease]
 		if h == nil {
-			h = &handle{client: e.Client}
-			by[e.Lease] = h
-			leases = append(leases, e.Lease)
+			h = &handle{client: client}
+			by[lease] = h
+			leases = append(leases, lease)
 		}
-		if waiting {
-			h.waiting++
-			h.awaiting += e.Units
-		} else {
-			h.keys++
-			h.held += e.Units
-		}
+		return h
 	}
 	for _, e := range st.Holders {
-		add(e, false)
+		h := handleOf(e.Lease, e.Client)
+		h.keys++
+		h.held += e.Units
 	}
 	for _, e := range st.Waiters {
-		add(e, true)
+		h := handleOf(e.Lease, e.Client)
+		h.waiting++
+		h.awaiting += e.Units
+	}
+	for i, r := range st.Reports {
+		handleOf(r.Lease, r.Client).report = &st.Reports[i]
 	}
 	if len(leases) == 0 {
 		return nil
 	}
-	fmt.Fprintf(out, "%d handles (processes; a block-mode handle holds its units as blocks):\n", len(leases))
+	fmt.Fprintf(out, "%d handles (processes; a block-mode handle holds its units as blocks and reports the callers it serves from them):\n", len(leases))
 	tw := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "\tCLIENT\tLEASE\tKEYS\tUNITS\tWAITING KEYS\tWAITING UNITS")
+	fmt.Fprintln(tw, "\tLEASE\tKEYS\tUNITS\tWAITING KEYS\tWAITING UNITS\tCALLERS OF ITS BLOCKS\tCLIENT")
 	for _, l := range leases {
 		h := by[l]
-		fmt.Fprintf(tw, "handle\t%s\t%x\t%d\t%d\t%d\t%d\n", h.client, l, h.keys, h.held, h.waiting, h.awaiting)
+		callers := "no report: plain mode, or none written yet"
+		if r := h.report; r != nil {
+			callers = fmt.Sprintf("%d holding %d units, %d waiting for %d units, blocks of %d units, reported %v ago",
+				r.Holders, r.Held, r.Waiters, r.Awaited, r.Blocks, r.Age.Round(time.Millisecond))
+		}
+		fmt.Fprintf(tw, "handle\t%x\t%d\t%d\t%d\t%d\t%s\t%q\n", l, h.keys, h.held, h.waiting, h.awaiting, callers, h.client)
 	}
 	return tw.Flush()
 }
@@ -267,7 +278,7 @@ func watch(ctx context.Context, out io.Writer, cli *clientv3.Client, s *etcdsem.
 		return err
 	}
 	fmt.Fprintf(out, "watching %s: capacity %d, %d held, %d waiting\n", s.Name(), prev.Capacity, prev.Held, len(prev.Waiters))
-	for resp := range cli.Watch(clientv3.WithRequireLeader(ctx), etcdsem.KeyPrefix(s.Name()), clientv3.WithPrefix(), clientv3.WithRev(prev.Revision+1)) {
+	for resp := range cli.Watch(clientv3.WithRequireLeader(ctx), etcdsem.KeyPrefix(s.Name()), clientv3.WithRange(etcdsem.ReportPrefix(s.Name())), clientv3.WithRev(prev.Revision+1)) {
 		if err := resp.Err(); err != nil {
 			return err
 		}
@@ -283,16 +294,22 @@ func watch(ctx context.Context, out io.Writer, cli *clientv3.Client, s *etcdsem.
 		for _, e := range st.Holders {
 			now[e.Token] = true
 			if !was[e.Token] {
-				fmt.Fprintf(out, "%s granted %d units to %s (token %d)\n", time.Now().Format("15:04:05.000"), e.Units, e.Client, e.Token)
+				fmt.Fprintf(out, "%s granted %d units to %q (token %d)\n", time.Now().Format("15:04:05.000"), e.Units, e.Client, e.Token)
 			}
 		}
 		for _, e := range prev.Holders {
 			if !now[e.Token] {
-				fmt.Fprintf(out, "%s released %d units of %s (token %d)\n", time.Now().Format("15:04:05.000"), e.Units, e.Client, e.Token)
+				fmt.Fprintf(out, "%s released %d units of %q (token %d)\n", time.Now().Format("15:04:05.000"), e.Units, e.Client, e.Token)
 			}
 		}
-		if st.Capacity != prev.Capacity || st.Broken != prev.Broken {
-			fmt.Fprintf(out, "%s capacity %d, broken %v %s\n", time.Now().Format("15:04:05.000"), st.Capacity, st.Broken, st.Reason)
+		if st.Capacity != prev.Capacity {
+			fmt.Fprintf(out, "%s capacity %d\n", time.Now().Format("15:04:05.000"), st.Capacity)
+		}
+		switch {
+		case st.Broken && (!prev.Broken || st.Reason != prev.Reason):
+			fmt.Fprintf(out, "%s broken: %q\n", time.Now().Format("15:04:05.000"), st.Reason)
+		case !st.Broken && prev.Broken:
+			fmt.Fprintf(out, "%s repaired\n", time.Now().Format("15:04:05.000"))
 		}
 		prev = st
 	}

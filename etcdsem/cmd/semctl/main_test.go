@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -53,7 +55,7 @@ func TestSemctl_StatusResizeBreakRepairWatch(t *testing.T) {
 	out := semctl("status", "jobs")
 	assert.Contains(t, out, "capacity 2, 2 units held by 1 holders, 0 waiters")
 	assert.Contains(t, out, "worker-1")
-	assert.Regexp(t, `1 handles .*\n.*\nhandle +worker-1 +[0-9a-f]+ +1 +2 +0 +0`, out, "one line per handle")
+	assert.Regexp(t, `1 handles .*\n.*\nhandle +[0-9a-f]+ +1 +2 +0 +0 +no report: plain mode, or none written yet +"worker-1"\n`, out, "one line per handle")
 	assert.Contains(t, semctl("resize", "jobs", "1"), "capacity set to 1")
 	out = semctl("status", "jobs")
 	assert.Contains(t, out, "capacity 1, 2 units held", "shrinking never revokes holders")
@@ -73,8 +75,14 @@ func TestSemctl_StatusResizeBreakRepairWatch(t *testing.T) {
 	require.Eventually(t, func() bool { return strings.Contains(wout.String(), "watching jobs") }, 30*time.Second, 10*time.Millisecond)
 	assert.Contains(t, wout.String(), "2 held", "the first view shows the holder")
 	require.NoError(t, u.Release(ctx))
-	require.Eventually(t, func() bool { return strings.Contains(wout.String(), "released 2 units of worker-1") }, 30*time.Second, 10*time.Millisecond,
+	require.Eventually(t, func() bool { return strings.Contains(wout.String(), `released 2 units of "worker-1"`) }, 30*time.Second, 10*time.Millisecond,
 		"the watch reports the release")
+	require.NoError(t, s.Break(ctx, errors.New("disk\nfull")))
+	require.Eventually(t, func() bool { return strings.Contains(wout.String(), `broken: "disk\nfull"`) }, 30*time.Second, 10*time.Millisecond,
+		"the watch reports a break, its reason on the line")
+	require.NoError(t, s.Repair(ctx))
+	require.Eventually(t, func() bool { return strings.Contains(wout.String(), "repaired\n") }, 30*time.Second, 10*time.Millisecond,
+		"the watch reports the repair")
 	wcancel()
 	require.NoError(t, <-done, "an interrupted watch ends without error")
 	assert.Contains(t, semctl("drain", "jobs"), "drained")
@@ -84,33 +92,85 @@ func TestSemctl_StatusResizeBreakRepairWatch(t *testing.T) {
 	assert.Equal(t, 1, rep.Grants)
 }
 
-// A block-mode handle's blocks are its keys: status shows them per handle.
-func TestSemctl_StatusShowsEachHandlesBlocks(t *testing.T) {
+// A block-mode handle's blocks are its keys, and its callers are in its
+// report: status shows both, one line per handle (process), whatever the
+// handle's label holds.
+func TestSemctl_StatusShowsEachProcesssBlocksAndCallers(t *testing.T) {
 	ep := startEtcd(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{ep}, Logger: zap.NewNop()})
-	require.NoError(t, err)
-	defer cli.Close()
-	a, err := etcdsem.New(ctx, cli, "jobs", etcdsem.WithCapacity(8), etcdsem.WithBlocks(3), etcdsem.WithClientName("blocks-a"))
-	require.NoError(t, err)
-	defer a.Close()
-	b, err := etcdsem.New(ctx, cli, "jobs", etcdsem.WithBlocks(2), etcdsem.WithClientName("blocks-b"))
-	require.NoError(t, err)
-	defer b.Close()
+	newSem := func(opts ...etcdsem.Option) *etcdsem.Semaphore {
+		// A client of its own: a process of its own.
+		cli, err := clientv3.New(clientv3.Config{Endpoints: []string{ep}, Logger: zap.NewNop()})
+		require.NoError(t, err)
+		t.Cleanup(func() { cli.Close() })
+		s, err := etcdsem.New(ctx, cli, "jobs", opts...)
+		require.NoError(t, err)
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	hostile := strings.Repeat("<b>\n\"x\" ", 625) // 5,000 bytes of markup, newlines and quotes
+	a := newSem(etcdsem.WithCapacity(6), etcdsem.WithBlocks(3), etcdsem.WithClientName("blocks-a"))
+	b := newSem(etcdsem.WithBlocks(1), etcdsem.WithClientName("blocks-b"))
+	c := newSem(etcdsem.WithBlocks(1), etcdsem.WithClientName(hostile))
+	plain := newSem(etcdsem.WithClientName("plain-p"))
 	var us []*etcdsem.Units
-	for _, s := range []*etcdsem.Semaphore{a, a, b} {
+	for _, s := range []*etcdsem.Semaphore{a, a, a, b, c, plain} {
 		u, err := s.Acquire(ctx, 1)
 		require.NoError(t, err)
 		us = append(us, u)
 	}
-	var out strings.Builder
-	require.NoError(t, run(ctx, &out, []string{"-endpoints", ep, "status", "jobs"}))
-	assert.Regexp(t, `handle +blocks-a +[0-9a-f]+ +1 +3 +0 +0`, out.String(), "a's callers share one block of 3")
-	assert.Regexp(t, `handle +blocks-b +[0-9a-f]+ +1 +2 +0 +0`, out.String())
+	waiting := make(chan *etcdsem.Units, 1)
+	go func() {
+		// Every unit is held, none free in a block to go back: it waits.
+		u, _ := a.Acquire(ctx, 1)
+		waiting <- u
+	}()
+
+	status := func() string {
+		var out strings.Builder
+		require.NoError(t, run(ctx, &out, []string{"-endpoints", ep, "status", "jobs"}))
+		return out.String()
+	}
+	lines := []*regexp.Regexp{
+		regexp.MustCompile(`(?m)^handle +[0-9a-f]+ +1 +3 +0 +0 +3 holding 3 units, 1 waiting for 1 units, blocks of 3 units, reported [^ ]+ ago +"blocks-a"$`),
+		regexp.MustCompile(`(?m)^handle +[0-9a-f]+ +1 +1 +0 +0 +1 holding 1 units, 0 waiting for 0 units, blocks of 1 units, reported [^ ]+ ago +"blocks-b"$`),
+		regexp.MustCompile(`(?m)^handle +[0-9a-f]+ +1 +1 +0 +0 +1 holding 1 units, 0 waiting for 0 units, blocks of 1 units, reported [^ ]+ ago +` +
+			regexp.QuoteMeta(strconv.Quote(hostile)) + `$`),
+		regexp.MustCompile(`(?m)^handle +[0-9a-f]+ +1 +1 +0 +0 +no report: plain mode, or none written yet +"plain-p"$`),
+	}
+	all := func(out string) bool {
+		for _, l := range lines {
+			if !l.MatchString(out) {
+				return false
+			}
+		}
+		return true
+	}
+	// Polled until the reports catch up, on this goroutine, so that the
+	// last output read is the one a failure shows.
+	out := status()
+	poll := time.NewTicker(50 * time.Millisecond)
+	defer poll.Stop()
+	for deadline := time.Now().Add(15 * time.Second); !all(out); out = status() {
+		require.True(t, time.Now().Before(deadline), "each process's line shows its blocks and callers, the label quoted:\n%.3000s", out)
+		<-poll.C
+	}
+	handleLines := 0
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "handle ") {
+			handleLines++
+		}
+	}
+	assert.Equal(t, 4, handleLines, "one line per process")
+	assert.Contains(t, out, "4 handles (processes")
+
 	for _, u := range us {
 		require.NoError(t, u.Release(ctx))
 	}
+	u := <-waiting
+	require.NotNil(t, u)
+	require.NoError(t, u.Release(ctx))
 }
 
 // Names that end in "/", nest or hold any character are semaphores of their

@@ -1,0 +1,155 @@
+package etcdsem
+
+import (
+	"context"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// Reports: a block-mode handle's callers are served from its blocks with no
+// key of their own, so each block-mode handle publishes them in a key of its
+// own, P + "r/<lease>", under its lease: Stats, semctl and the debug page of
+// any handle then see the whole fleet. The key is outside the state's range
+// (keys.go), so no handle's watch sees a report written, and the lease's end
+// (Close revokes it) deletes it.
+
+// A Report is what a block-mode handle last published of its callers: those
+// it serves from its blocks, which have no key of their own.
+type Report struct {
+	Lease   int64         // the handle's lease, as in its keys' Entry.Lease
+	Client  string        // the handle's WithClientName
+	Holders int           // callers holding units of its blocks
+	Held    int64         // the units they hold
+	Waiters int           // callers waiting for units
+	Awaited int64         // the units they wait for
+	Blocks  int64         // units of its blocks its callers may use
+	Granted uint64        // grants to its callers since the handle started
+	Age     time.Duration // since written, by the writer's clock
+}
+
+// reportPause is the least time between two reports of a handle whose
+// callers keep changing: a busy handle writes one report per reportPause.
+const reportPause = 2 * time.Second
+
+// callers is what a report says of a handle's callers.
+type callers struct {
+	holders, waiters      int
+	held, awaited, blocks int64
+	granted               uint64
+}
+
+// callersNow reads the pool's callers.
+func (p *blockPool) callersNow() callers {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.callersLocked()
+}
+
+// callersLocked reads the pool's callers. p.mu is held.
+func (p *blockPool) callersLocked() callers {
+	ep := p.ep.Load()
+	c := callers{
+		holders: int(ep.holds.Load()), held: ep.inUse.Load(),
+		awaited: p.waitUnits, blocks: p.ledger.local(), granted: p.granted.Load(),
+	}
+	for _, w := range p.queue {
+		if !w.reclaim {
+			c.waiters++
+		}
+	}
+	return c
+}
+
+// publish writes the handle's report if it is due: at once on a lease it has
+// not written on (its last report went with its old lease) once it has held
+// a block or had callers waiting, and otherwise when its callers changed and
+// reportPause has passed since the last write. It runs on the manager, which owns the report's
+// fields; a failed write is tried again at the next idle tick.
+func (p *blockPool) publish(idle bool) {
+	if p.reportFailed && !idle {
+		return
+	}
+	p.s.mu.Lock()
+	l := p.s.lease
+	p.s.mu.Unlock()
+	if l == nil {
+		return // no lease to write under: the next one is written at once
+	}
+	c := p.callersNow()
+	switch {
+	case l.id != p.reportedOn:
+		if p.reportedOn == 0 && c.blocks == 0 && c.waiters == 0 {
+			return // no block and no caller yet: nothing to show
+		}
+	case c == p.reported || time.Since(p.reportedAt) < reportPause:
+		return
+	}
+	now := time.Now()
+	ctx, cancel := context.WithTimeout(p.s.bgCtx, p.s.attemptTimeout())
+	_, err := p.s.cli.Put(ctx, p.s.reportKey(l.id), formatReport(c, now, p.s.cfg.clientTag), clientv3.WithLease(l.id))
+	cancel()
+	p.reportFailed = err != nil
+	if err == nil {
+		p.reported, p.reportedOn, p.reportedAt = c, l.id, now
+	}
+}
+
+// readReports reads every handle's report, with the revision read at.
+func (s *Semaphore) readReports(ctx context.Context) ([]Report, int64, error) {
+	resp, err := s.cli.Get(ctx, s.rprefix, clientv3.WithPrefix())
+	if err != nil {
+		return nil, 0, err
+	}
+	now := time.Now()
+	var out []Report
+	for _, kv := range resp.Kvs {
+		if r, ok := parseReport(kv.Value, now); ok {
+			r.Lease = kv.Lease
+			out = append(out, r)
+		}
+	}
+	return out, resp.Header.Revision, nil
+}
+
+// formatReport and parseReport are a report's value: "holders held waiters
+// awaited blocks granted unixnano client", the label last as it may hold
+// spaces.
+func formatReport(c callers, written time.Time, client string) string {
+	f := []string{
+		strconv.Itoa(c.holders), strconv.FormatInt(c.held, 10),
+		strconv.Itoa(c.waiters), strconv.FormatInt(c.awaited, 10),
+		strconv.FormatInt(c.blocks, 10), strconv.FormatUint(c.granted, 10),
+		strconv.FormatInt(written.UnixNano(), 10), client,
+	}
+	return strings.Join(f, " ")
+}
+
+// parseReport reads a report's value at now. A value this package did not
+// write (a field missing, not a number, or negative) is no report.
+func parseReport(v []byte, now time.Time) (Report, bool) {
+	f := strings.SplitN(string(v), " ", 8)
+	if len(f) != 8 {
+		return Report{}, false
+	}
+	var n [7]int64
+	for i := range n {
+		x, err := strconv.ParseInt(f[i], 10, 64)
+		if err != nil || x < 0 && i != 6 {
+			return Report{}, false
+		}
+		n[i] = x
+	}
+	if n[0] > math.MaxInt || n[2] > math.MaxInt {
+		return Report{}, false
+	}
+	return Report{
+		Client:  f[7],
+		Holders: int(n[0]), Held: n[1], Waiters: int(n[2]), Awaited: n[3],
+		Blocks: n[4], Granted: uint64(n[5]),
+		Age: now.Sub(time.Unix(0, n[6])),
+	}, true
+}
