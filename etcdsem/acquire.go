@@ -56,6 +56,9 @@ func (s *Semaphore) Acquire(ctx context.Context, n int64) (*Units, error) {
 		}
 		r := s.newRequestLocked(l, n)
 		s.mu.Unlock()
+		if r == nil {
+			continue // l was lost meanwhile
+		}
 		resp, attempts, err := s.txnAcquire(cctx, r)
 		if err != nil {
 			gone := classify(err) == rpcLeaseGone

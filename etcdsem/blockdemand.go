@@ -139,10 +139,8 @@ func (p *blockPool) run() {
 	tick := time.NewTicker(blockIdle)
 	defer tick.Stop()
 	var retry <-chan time.Time
+	advanced := p.advanced()
 	for {
-		p.s.mu.Lock()
-		advanced := p.s.q.advanced
-		p.s.mu.Unlock()
 		var granted chan blockResult
 		if p.pending != nil {
 			granted = p.pending.done
@@ -161,10 +159,20 @@ func (p *blockPool) run() {
 		case <-tick.C:
 			idle = true
 		}
+		// Taken before the step reads the mirror: a move while it looks (its
+		// round trips to etcd) wakes the next wait instead of the idle tick.
+		advanced = p.advanced()
 		if !p.step(idle) && retry == nil {
 			retry = time.After(retryPause)
 		}
 	}
+}
+
+// advanced returns the channel closed when the mirror next moves.
+func (p *blockPool) advanced() chan struct{} {
+	p.s.mu.Lock()
+	defer p.s.mu.Unlock()
+	return p.s.q.advanced
 }
 
 // step looks once and acts (see above). It reports false if an RPC failed and
@@ -332,8 +340,24 @@ func (p *blockPool) blockGranted(res blockResult) {
 	p.mu.Lock()
 	p.requested = 0
 	p.mu.Unlock()
-	if res.err == nil {
+	switch {
+	case res.err == nil:
 		p.addBlock(req.ep, res.u)
+	case classify(res.err) == rpcRefused:
+		// etcd would refuse the same request again: the callers waiting for
+		// it fail with etcd's error, as plain mode's Acquire does, rather
+		// than wait for as long as their contexts let them while the
+		// manager asks again and again.
+		p.mu.Lock()
+		if p.ep.Load() == req.ep {
+			p.failLocked(req.ep, func(w *localWaiter) *waitEnd {
+				if w.reclaim {
+					return nil
+				}
+				return &waitEnd{refused: res.err}
+			})
+		}
+		p.mu.Unlock()
 	}
 }
 

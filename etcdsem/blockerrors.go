@@ -2,11 +2,13 @@ package etcdsem
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
 
 	"github.com/fairsem/semaphore"
+	"github.com/fairsem/semaphore/internal/errs"
 )
 
 // Block mode's errors, built in this one place with the package's error
@@ -31,6 +33,7 @@ type waitEnd struct {
 	reason   string // why it was broken
 	shrunk   bool   // the capacity shrank below the request, to capacity
 	capacity int64
+	refused  error // etcd refused the block request for good, with this error of it
 	cause    error // otherwise: a block was lost (ErrLost) or the handle closed (ErrClosed)
 }
 
@@ -60,6 +63,14 @@ func (p *blockPool) errEnded(c blockCall, e *waitEnd) error {
 	case e.shrunk:
 		return p.s.fail(c.call(), semaphore.TooLarge, "capacity shrunk to "+strconv.FormatInt(e.capacity, 10)+": "+semaphore.ErrTooLarge.Error(),
 			semaphore.ErrTooLarge)
+	case e.refused != nil:
+		// The block request's error says why etcd refused and matches what
+		// it refused with; the caller's names the caller's units.
+		var be *errs.Error
+		if errors.As(e.refused, &be) {
+			return p.s.fail(c.call(), nil, be.Why, be.Matches...)
+		}
+		return p.s.fail(c.call(), nil, e.refused.Error(), e.refused)
 	}
 	return p.s.fail(c.call(), nil, e.cause.Error(), e.cause)
 }

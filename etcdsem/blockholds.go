@@ -28,8 +28,12 @@ func (u *Units) Sequence() int64 {
 	return u.local.seq
 }
 
-// lost reports whether the hold's epoch was lost.
+// lost reports whether the hold's epoch was lost while it held units: units
+// given back before were not lost (Release stays idempotent, Err nil).
 func (h *localHold) lost() bool {
+	if h.done.Load() {
+		return false
+	}
 	select {
 	case <-h.ep.lost:
 		return true

@@ -157,6 +157,14 @@ func (p *blockPool) acquire(ctx context.Context, n int64) (*Units, error) {
 	}
 	ep := p.ep.Load()
 	if p.nwait.Load() == 0 && ep.local.TryAcquire(n) {
+		select {
+		case <-ctx.Done():
+			// Ended before the grant, or with it: the units pass on, as
+			// in-process and below.
+			p.giveBack(ep, n)
+			return nil, p.errWait(ctx, c, start)
+		default:
+		}
 		return p.grant(ep, n), nil
 	}
 	p.mu.Lock()
@@ -284,7 +292,9 @@ func (p *blockPool) refuse(ctx context.Context, c blockCall, start time.Time) er
 	if p.broken.Load() == nil && c.n <= p.capacity.Load() {
 		return nil
 	}
-	if err := p.s.catchUp(ctx); err != nil {
+	cctx, stop := p.s.callContext(ctx) // Close ends the read
+	defer stop()
+	if err := p.s.catchUp(cctx); err != nil {
 		return p.errRPC(ctx, c, start, err)
 	}
 	v := p.s.fleetView()
@@ -336,12 +346,20 @@ func (p *blockPool) tryAcquire(ctx context.Context, n int64) (*Units, bool, erro
 	}
 	for _, ask := range asks {
 		u, ok, err := p.s.TryAcquire(blockRequestContext(ctx), ask)
+		if err != nil && ask > n {
+			// Not the call's failure (a shrink since the capacity was read,
+			// which n may still fit), or not in its terms: the ask for n
+			// decides, and its error names the caller's units.
+			continue
+		}
 		if err != nil {
 			return nil, false, err
 		}
 		if ok {
 			p.addBlock(ep, u)
-			if ep.local.TryAcquire(n) {
+			// Callers that came meanwhile were served from it first; one
+			// that still waits keeps the rest.
+			if p.nwait.Load() == 0 && ep.local.TryAcquire(n) {
 				return p.grant(ep, n), true, nil
 			}
 			return nil, false, nil

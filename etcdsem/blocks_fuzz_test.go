@@ -84,14 +84,20 @@ func FuzzBlockAccounting(f *testing.F) {
 					assert.Zero(t, holds[j].u.Count())
 					holds = append(holds[:j], holds[j+1:]...)
 				}
-			case 3: // a holder returns part
+			case 3: // a holder returns part, or all, which is Release
 				if len(holds) > 0 {
-					h := holds[int(arg)%len(holds)]
+					j := int(arg) % len(holds)
+					h := holds[j]
 					m := arg % 3
 					err := h.u.Return(ctx, m)
-					if m > h.n {
+					switch {
+					case m > h.n:
 						assert.Error(t, err)
-					} else {
+					case m == h.n:
+						require.NoError(t, err)
+						holds = append(holds[:j], holds[j+1:]...)
+						h.n = 0
+					default:
 						require.NoError(t, err)
 						h.n -= m
 					}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"github.com/fairsem/semaphore"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,6 +14,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
 )
 
 // waitFor polls cond until it holds or the deadline passes.
@@ -498,4 +503,296 @@ func TestBlocks_ErrorsCarryTheAcquiresOutcome(t *testing.T) {
 	assert.Equal(t, semaphore.Broken, outcome(err))
 	require.NoError(t, u.Release(ctx))
 	require.NoError(t, admin.Repair(ctx))
+}
+
+// Close ends every block-mode call that waits on etcd with ErrClosed, however
+// long the call's own context would let it wait: a call waiting for a block,
+// and a call for more than the capacity the handle last saw, which reads
+// etcd to decide.
+func TestBlocks_CloseEndsEveryCallInFlight(t *testing.T) {
+	ep := sharedEndpoint(t)
+	px := newProxy(t, ep)
+	cli, inFlight := countingClient(t, px.endpoint())
+	s, err := New(testCtx(t, 10*time.Second), cli, testName(t), WithCapacity(1), WithBlocks(1), WithTTL(2*time.Second))
+	require.NoError(t, err)
+	ctx := testCtx(t, time.Minute)
+	calls := map[string]func() error{
+		"Acquire for a block":  func() error { _, err := s.Acquire(ctx, 1); return err },
+		"Acquire over the cap": func() error { _, err := s.Acquire(ctx, 2); return err },
+		"TryAcquire over cap":  func() error { _, _, err := s.TryAcquire(ctx, 2); return err },
+	}
+	px.hold(true, true)
+	defer px.release()
+	errs := make(map[string]chan error, len(calls))
+	for op, call := range calls {
+		ch := make(chan error, 1)
+		errs[op] = ch
+		go func() { ch <- call() }()
+	}
+	waitFor(t, "the calls wait on etcd", func() bool { return inFlight.Load() >= 3 && s.blocks.nwait.Load() == 1 })
+	closed := make(chan error, 1)
+	go func() { closed <- s.Close() }()
+	var stuck []chan error
+	for op, ch := range errs {
+		select {
+		case err := <-ch:
+			assert.ErrorIs(t, err, ErrClosed, op)
+		case <-time.After(10 * time.Second):
+			t.Errorf("%s still waits on etcd 10s after Close", op)
+			stuck = append(stuck, ch)
+		}
+	}
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Error("Close still waits 10s later, past its bound of the lease TTL (2s)")
+		stuck = append(stuck, closed)
+	}
+	px.release()
+	for _, ch := range stuck {
+		<-ch
+	}
+}
+
+// A TryAcquire that asks etcd for a whole block, from a view of the capacity
+// a shrinking Resize has just made stale, still takes the units it asked for
+// when they fit: the block no longer fitting is not the caller's failure.
+func TestBlocks_TryAcquireFitsAfterAShrinkItHasNotSeen(t *testing.T) {
+	ep := sharedEndpoint(t)
+	name := testName(t)
+	log := &grantLog{}
+	checkHistoryAtEnd(t, ep, name, log)
+	s := newSem(t, newClient(t, ep), name, WithCapacity(8), WithBlocks(4))
+	admin := newSem(t, newClient(t, ep), name)
+	ctx := testCtx(t, 20*time.Second)
+	require.NoError(t, admin.Resize(ctx, 3))
+	s.blocks.capacity.Store(8) // the manager has not looked since
+	u, ok, err := s.TryAcquire(ctx, 1)
+	require.NoError(t, err, "1 unit fits the capacity of 3")
+	require.True(t, ok)
+	log.add(u)
+	assert.Equal(t, int64(1), u.Count())
+	require.NoError(t, u.Release(ctx))
+}
+
+// A block request etcd refuses for good (here too large, by the client label
+// every key carries) ends the callers waiting for it with etcd's error, as
+// plain mode's Acquire does, instead of asking again until their contexts end.
+func TestBlocks_BlockRequestEtcdRefusesEndsTheWaitingCalls(t *testing.T) {
+	cli := newClient(t, sharedEndpoint(t))
+	s := newSem(t, cli, testName(t), WithCapacity(2), WithBlocks(1), WithClientName(strings.Repeat("c", 1700<<10)))
+	ctx := testCtx(t, 20*time.Second)
+	_, err := s.Acquire(ctx, 1)
+	require.Error(t, err)
+	assert.ErrorIs(t, err, rpctypes.ErrRequestTooLarge)
+	assert.NoError(t, ctx.Err(), "ended by etcd's refusal, not by the context")
+	assert.Contains(t, err.Error(), ": acquire 1 unit: refused for good: etcdserver: request is too large")
+	_, ok := semaphore.OutcomeOf(err)
+	assert.False(t, ok, "etcd's refusal is no outcome of the semaphore")
+	assert.Zero(t, s.blocks.nwait.Load(), "the caller left the queue")
+	assert.True(t, noQueueKeys(t, cli, s.Name()), "nothing was written")
+}
+
+// cancelAfterCheck is a context whose first Err reports it live and then
+// cancels it: the cancellation lands after a call's first look at its context
+// and before its grant.
+type cancelAfterCheck struct {
+	context.Context
+	cancel context.CancelFunc
+	once   sync.Once
+}
+
+func (c *cancelAfterCheck) Err() error {
+	err := c.Context.Err()
+	c.once.Do(c.cancel)
+	return err
+}
+
+// A call whose context ends before its local grant, with units free in the
+// blocks, fails with the context's error and gives the units back, as the
+// core semaphore's Acquire does: no grant counted, no holder left.
+func TestBlocks_ACancellationBeforeTheLocalGrantWins(t *testing.T) {
+	ep := sharedEndpoint(t)
+	name := testName(t)
+	log := &grantLog{}
+	checkHistoryAtEnd(t, ep, name, log)
+	s := newSem(t, newClient(t, ep), name, WithCapacity(2), WithBlocks(2))
+	ctx := testCtx(t, 20*time.Second)
+	u, err := s.Acquire(ctx, 1)
+	require.NoError(t, err)
+	log.add(u)
+	granted := s.Snapshot().Acquired
+
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	v, err := s.Acquire(&cancelAfterCheck{Context: cctx, cancel: cancel}, 1)
+	require.ErrorIs(t, err, context.Canceled, "the context ended before the grant")
+	assert.Nil(t, v)
+	assert.Equal(t, granted, s.Snapshot().Acquired, "no grant counted")
+	ep0 := s.blocks.ep.Load()
+	assert.Equal(t, int64(1), ep0.inUse.Load(), "units held")
+	assert.Equal(t, int64(1), ep0.holds.Load(), "holders")
+	require.NoError(t, u.Release(ctx))
+}
+
+// A TryAcquire that takes a block from etcd does not take units of it ahead
+// of a caller of its handle that started waiting while the block was asked
+// for and does not fit in it: it never jumps the handle's queue.
+func TestBlocks_TryAcquireDoesNotJumpACallerThatWaitsForTheNewBlock(t *testing.T) {
+	ep := sharedEndpoint(t)
+	name := testName(t)
+	log := &grantLog{}
+	checkHistoryAtEnd(t, ep, name, log)
+	ctx := testCtx(t, 30*time.Second)
+	var (
+		s       *Semaphore
+		hooked  atomic.Int32 // 1: armed; 2: TryAcquire's sent, later ones wait for tried
+		waiting = make(chan error, 1)
+		tried   = make(chan struct{})
+	)
+	wctx, cancelWaiter := context.WithCancel(ctx)
+	defer cancelWaiter()
+	// The first transaction once armed is TryAcquire's block: a caller of 3
+	// units starts waiting before it is sent. Later transactions (the
+	// handle's request of a block for that caller) wait until TryAcquire
+	// has returned.
+	hook := func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		if method == "/etcdserverpb.KV/Txn" && hooked.Load() > 0 {
+			if hooked.CompareAndSwap(1, 2) {
+				go func() {
+					u, err := s.Acquire(wctx, 3)
+					if err == nil {
+						log.add(u)
+						err = u.Release(ctx)
+					}
+					waiting <- err
+				}()
+				waitFor(t, "the caller waits", func() bool { return s.blocks.nwait.Load() == 1 })
+			} else {
+				select {
+				case <-tried:
+				case <-ctx.Done():
+				}
+			}
+		}
+		return invoker(ctx, method, req, reply, cc, opts...)
+	}
+	cli, err := clientv3.New(clientv3.Config{
+		Endpoints:   []string{ep},
+		DialTimeout: 5 * time.Second,
+		DialOptions: []grpc.DialOption{grpc.WithChainUnaryInterceptor(hook)},
+		Logger:      zap.NewNop(),
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { cli.Close() })
+	s = newSem(t, cli, name, WithCapacity(4), WithBlocks(2))
+
+	hooked.Store(1)
+	u, ok, err := s.TryAcquire(ctx, 1) // asks etcd for a block of 2
+	close(tried)
+	require.NoError(t, err)
+	if ok {
+		log.add(u)
+		require.NoError(t, u.Release(ctx))
+	}
+	assert.False(t, ok, "a caller waits for the block's units")
+	cancelWaiter()
+	if err := <-waiting; err != nil {
+		assert.ErrorIs(t, err, context.Canceled)
+	}
+}
+
+// At capacity 0 a block-mode handle grants 0 units and refuses more as too
+// large, until a Resize lets them in; AcquireTimeout with a zero or negative
+// duration never waits: it is granted when TryAcquire would be, and times out
+// otherwise.
+func TestBlocks_CapacityZeroAndTimeoutsThatDoNotWait(t *testing.T) {
+	ep := sharedEndpoint(t)
+	name := testName(t)
+	log := &grantLog{}
+	checkHistoryAtEnd(t, ep, name, log)
+	s := newSem(t, newClient(t, ep), name, WithBlocks(2))
+	ctx := testCtx(t, 20*time.Second)
+
+	_, err := s.Acquire(ctx, 1)
+	assert.ErrorIs(t, err, semaphore.ErrTooLarge, "capacity 0")
+	_, _, err = s.TryAcquire(ctx, 1)
+	assert.ErrorIs(t, err, semaphore.ErrTooLarge)
+	u, err := s.Acquire(ctx, 0)
+	require.NoError(t, err, "0 units fit any capacity")
+	log.add(u)
+	require.NoError(t, u.Release(ctx))
+
+	require.NoError(t, s.Resize(ctx, 2))
+	for _, d := range []time.Duration{0, -time.Second} {
+		u, err := s.AcquireTimeout(ctx, d, 1)
+		require.NoError(t, err, "%v: a unit is free", d)
+		log.add(u)
+		v, err := s.AcquireTimeout(ctx, d, 2)
+		assert.ErrorIs(t, err, semaphore.ErrTimedOut, "%v: only one unit is free", d)
+		assert.Nil(t, v)
+		assert.Zero(t, s.blocks.nwait.Load(), "%v: it never waited", d)
+		require.NoError(t, u.Release(ctx))
+	}
+}
+
+// Stress: callers of one block-mode handle come and go, many with contexts
+// that end at about the time of their grant. Afterwards the counts are exact:
+// a grant counted for every call that returned units and none other, no
+// holder and no unit in use left, and every unit of the blocks free.
+func TestBlocks_StressCancellationsKeepTheCountsExact(t *testing.T) {
+	ep := sharedEndpoint(t)
+	name := testName(t)
+	log := &grantLog{}
+	checkHistoryAtEnd(t, ep, name, log)
+	s := newSem(t, newClient(t, ep), name, WithCapacity(4), WithBlocks(2))
+	ctx := testCtx(t, time.Minute)
+	before := s.Snapshot().Acquired
+	var granted atomic.Uint64
+	var wg sync.WaitGroup
+	for i := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := range 40 {
+				n := int64(1 + (i+r)%3)
+				actx, cancel := context.WithTimeout(ctx, time.Duration((i*7+r)%5)*time.Millisecond)
+				u, err := s.Acquire(actx, n)
+				cancel()
+				if err != nil {
+					o, _ := semaphore.OutcomeOf(err)
+					assert.Contains(t, []semaphore.Outcome{semaphore.TimedOut, semaphore.Cancelled}, o, "%v", err)
+					continue
+				}
+				granted.Add(1)
+				log.add(u)
+				runtime.Gosched()
+				assert.NoError(t, u.Release(ctx))
+			}
+		}()
+	}
+	wg.Wait()
+	assert.Equal(t, granted.Load(), s.Snapshot().Acquired-before, "grants counted")
+	p := s.blocks
+	p.mu.Lock()
+	e := p.ep.Load()
+	assert.Zero(t, e.inUse.Load(), "units in use")
+	assert.Zero(t, e.holds.Load(), "holders")
+	assert.Equal(t, p.ledger.local(), e.local.Available(), "every unit of the blocks is free")
+	p.mu.Unlock()
+}
+
+// A TryAcquire that fails while it asks etcd for a whole block fails naming
+// the units it was called for, not the block's: here its context ends just
+// after the call starts.
+func TestBlocks_TryAcquireErrorsNameTheCallersUnits(t *testing.T) {
+	s := newSem(t, newClient(t, sharedEndpoint(t)), testName(t), WithCapacity(4), WithBlocks(2))
+	ctx, cancel := context.WithCancel(testCtx(t, 20*time.Second))
+	defer cancel()
+	_, ok, err := s.TryAcquire(&cancelAfterCheck{Context: ctx, cancel: cancel}, 1)
+	assert.False(t, ok)
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Contains(t, err.Error(), `": try acquire 1 unit: canceled`)
+	o, _ := semaphore.OutcomeOf(err)
+	assert.Equal(t, semaphore.Cancelled, o)
 }

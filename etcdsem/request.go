@@ -62,8 +62,14 @@ func (r *request) markLost(cause error) {
 
 // newRequest registers a request for n units on lease l before its key is
 // written, so that the watch can link the key to it whenever it sees it, even
-// before the write's reply arrives. s.mu must be held.
+// before the write's reply arrives. It returns nil, registering nothing, if l
+// is no longer the handle's lease: l was lost after the caller got it, and its
+// loss, which told every request on l then, would never tell this one; the
+// caller takes the current lease instead. s.mu must be held.
 func (s *Semaphore) newRequestLocked(l *lease, n int64) *request {
+	if l != s.lease {
+		return nil
+	}
 	s.seq++
 	r := &request{
 		key:   s.keyPrefix(l) + strconv.FormatUint(s.seq, 16),

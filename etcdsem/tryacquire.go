@@ -67,6 +67,9 @@ func (s *Semaphore) TryAcquire(ctx context.Context, n int64) (*Units, bool, erro
 		capRev := s.q.capRev
 		r := s.newRequestLocked(l, n)
 		s.mu.Unlock()
+		if r == nil {
+			continue // l was lost meanwhile
+		}
 
 		resp, err := s.cli.Txn(cctx).If(
 			clientv3.Compare(clientv3.ModRevision(s.qprefix), "<", rev+1).WithPrefix(),

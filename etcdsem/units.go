@@ -48,7 +48,8 @@ func (u *Units) Count() int64 {
 // the handle's Close.
 //
 // In block mode it closes when any block of the handle is lost, for every
-// holder of the handle's blocks at once.
+// holder of the handle's blocks at once; the channel is shared, so it closes
+// for units released before too, whose Err stays nil.
 func (u *Units) Lost() <-chan struct{} {
 	if u.local != nil {
 		return u.local.ep.lost
