@@ -69,6 +69,7 @@ func isBlockRequest(ctx context.Context) bool { return ctx.Value(blockRequestKey
 
 // fleetView is what a step reads of the mirror.
 type fleetView struct {
+	rev           int64 // the revision it shows
 	capacity      int64
 	broken        bool
 	reason        string
@@ -84,7 +85,7 @@ type fleetView struct {
 func (s *Semaphore) fleetView() fleetView {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	v := fleetView{capacity: s.q.capacity, broken: s.q.broken, reason: s.q.reason}
+	v := fleetView{rev: s.q.rev, capacity: s.q.capacity, broken: s.q.broken, reason: s.q.reason}
 	mine := int64(-1)
 	if s.lease != nil {
 		mine = int64(s.lease.id)
@@ -119,14 +120,27 @@ func (s *Semaphore) fleetView() fleetView {
 	return v
 }
 
-// observe publishes what the callers' path reads of the mirror.
+// seen is what the callers' path reads of the mirror, at one revision.
+type seen struct {
+	rev      int64
+	capacity int64
+	broken   *string // the reason while broken; nil if not
+}
+
+// observe publishes what the callers' path reads of the mirror, unless a
+// later revision's view is published already: a caller's view, read before
+// the manager's, may reach here after it, and must not undo a Break.
 func (p *blockPool) observe(v fleetView) {
-	p.capacity.Store(v.capacity)
+	n := &seen{rev: v.rev, capacity: v.capacity}
 	if v.broken {
 		reason := v.reason
-		p.broken.Store(&reason)
-	} else {
-		p.broken.Store(nil)
+		n.broken = &reason
+	}
+	for {
+		old := p.seen.Load()
+		if old != nil && old.rev > n.rev || p.seen.CompareAndSwap(old, n) {
+			return
+		}
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"testing/synctest"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 )
 
@@ -42,16 +43,32 @@ func TestBlockManager_AMoveDuringAStepIsSeen(t *testing.T) {
 		synctest.Wait() // the manager waits
 
 		// Stop the manager in a step, after its reading of the mirror.
-		p.capacity.Store(-1)
+		p.seen.Store(&seen{capacity: -1})
 		p.mu.Lock()
 		p.signal()
-		for p.capacity.Load() == -1 {
+		for p.seen.Load().capacity == -1 {
 			runtime.Gosched()
 		}
 		s.setCapacity(2, 8) // the mirror moves
 		p.mu.Unlock()
 		synctest.Wait() // the manager waits again; no time has passed
 
-		assert.Equal(t, int64(8), p.capacity.Load(), "the manager saw the capacity the mirror moved to during its step")
+		assert.Equal(t, int64(8), p.seen.Load().capacity, "the manager saw the capacity the mirror moved to during its step")
 	})
+}
+
+// A caller's view of the mirror, read before the manager's, may be published
+// after it: the later revision's view stays, so a Break the manager saw is
+// never undone by a caller's older view.
+func TestBlockPool_AnOlderViewNeverReplacesANewer(t *testing.T) {
+	p := &blockPool{}
+	p.observe(fleetView{rev: 12, capacity: 4, broken: true, reason: "maintenance"})
+	p.observe(fleetView{rev: 10, capacity: 8})
+	v := p.seen.Load()
+	require.NotNil(t, v.broken, "the break at revision 12 stays")
+	assert.Equal(t, "maintenance", *v.broken)
+	assert.Equal(t, int64(4), v.capacity)
+	p.observe(fleetView{rev: 13, capacity: 6})
+	assert.Nil(t, p.seen.Load().broken, "a later view is published: the repair")
+	assert.Equal(t, int64(6), p.seen.Load().capacity)
 }

@@ -55,11 +55,10 @@ type blockPool struct {
 	wake chan struct{} // capacity 1: something changed, the manager should look
 
 	// atomic: read on the callers' path
-	ep        atomic.Pointer[epoch]  // the current epoch
-	token     atomic.Int64           // the highest block token ever held: only grows
-	seq       atomic.Int64           // numbers local grants, across epochs
-	capacity  atomic.Int64           // the capacity, as the mirror last showed it
-	broken    atomic.Pointer[string] // the reason while the mirror shows the semaphore broken
+	ep        atomic.Pointer[epoch] // the current epoch
+	token     atomic.Int64          // the highest block token ever held: only grows
+	seq       atomic.Int64          // numbers local grants, across epochs
+	seen      atomic.Pointer[seen]  // the mirror as last observed: only ever replaced by a later revision's
 	closed    atomic.Bool
 	contended atomic.Bool   // others wait or the fleet is over capacity: releases wake the manager
 	granted   atomic.Uint64 // local grants made, for the debug page
@@ -289,7 +288,7 @@ func (p *blockPool) refuse(ctx context.Context, c blockCall, start time.Time) er
 	if p.closed.Load() {
 		return p.errClosed(c)
 	}
-	if p.broken.Load() == nil && c.n <= p.capacity.Load() {
+	if v := p.seen.Load(); v.broken == nil && c.n <= v.capacity {
 		return nil
 	}
 	cctx, stop := p.s.callContext(ctx) // Close ends the read
@@ -341,7 +340,7 @@ func (p *blockPool) tryAcquire(ctx context.Context, n int64) (*Units, bool, erro
 		return p.grant(ep, n), true, nil
 	}
 	asks := []int64{n}
-	if a := min(max(n, p.size), p.capacity.Load()); a > n {
+	if a := min(max(n, p.size), p.seen.Load().capacity); a > n {
 		asks = []int64{a, n}
 	}
 	for _, ask := range asks {

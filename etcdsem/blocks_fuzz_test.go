@@ -16,7 +16,7 @@ func testPool() *blockPool {
 	s.bgCtx, s.stopWatch = context.WithCancel(context.Background())
 	p := &blockPool{s: s, size: 1, wake: make(chan struct{}, 1), free: -1}
 	p.ep.Store(newEpoch())
-	p.capacity.Store(1 << 40)
+	p.seen.Store(&seen{capacity: 1 << 40})
 	return p
 }
 

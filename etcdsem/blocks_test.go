@@ -566,7 +566,7 @@ func TestBlocks_TryAcquireFitsAfterAShrinkItHasNotSeen(t *testing.T) {
 	admin := newSem(t, newClient(t, ep), name)
 	ctx := testCtx(t, 20*time.Second)
 	require.NoError(t, admin.Resize(ctx, 3))
-	s.blocks.capacity.Store(8) // the manager has not looked since
+	s.blocks.seen.Store(&seen{rev: s.blocks.seen.Load().rev, capacity: 8}) // the manager has not looked since
 	u, ok, err := s.TryAcquire(ctx, 1)
 	require.NoError(t, err, "1 unit fits the capacity of 3")
 	require.True(t, ok)
