@@ -69,7 +69,7 @@ func NewKeyedMetrics(meter metric.Meter, set *keyed.Set, topKeys int) (*KeyedMet
 	acquisitions, errs[5] = meter.Int64ObservableCounter("keyed.acquisitions", metric.WithUnit("{acquisition}"),
 		metric.WithDescription("Successful acquisitions, waited for or not (TryAcquire included)."))
 	failures, errs[6] = meter.Int64ObservableCounter("keyed.failures", metric.WithUnit("{request}"),
-		metric.WithDescription("Calls that failed, by error.type: timed_out (a deadline: AcquireTimeout's or the context's), cancelled (a context cancelled), rejected (a key's queue full, or larger than the key's capacity, the limit or the global capacity)."))
+		metric.WithDescription("Calls that failed, by error.type: timed_out (a deadline: AcquireTimeout's or the context's), cancelled (a context cancelled), rejected (a queue full, or larger than the key's capacity, the limit or the global capacity)."))
 	keyHeld, errs[7] = meter.Int64ObservableUpDownCounter("keyed.key.units.held", metric.WithUnit("{unit}"),
 		metric.WithDescription("Units held now by one of the keys holding the most, by keyed.key."))
 	keyPending, errs[8] = meter.Int64ObservableUpDownCounter("keyed.key.pending_requests", metric.WithUnit("{request}"),

@@ -3,7 +3,10 @@ package otel_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -193,4 +196,47 @@ func TestNewKeyedMetrics_InvalidArgumentsPanic(t *testing.T) {
 		_, _ = otel.NewKeyedMetrics(meter, keyed.New(1, keyed.WithName("uploads")), -1)
 	})
 	requirePanic(t, "keyed: zero Set", func() { _, _ = otel.NewKeyedMetrics(meter, &keyed.Set{}, 0) })
+}
+
+func TestKeyedMetrics_CollectionsWhileCallsRunStayWithinBounds(t *testing.T) {
+	meter, reader := newMeter(t)
+	set := keyed.New(2, keyed.WithName("busy"), keyed.WithLimit(5))
+	_, err := otel.NewKeyedMetrics(meter, set, 3)
+	require.NoError(t, err)
+	const workers, rounds = 8, 200
+	var acquired atomic.Int64
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			key := fmt.Sprint("tenant-", w%4)
+			for range rounds {
+				u, err := set.Acquire(context.Background(), key, 1)
+				if !assert.NoError(t, err) {
+					return
+				}
+				acquired.Add(1)
+				u.Release()
+			}
+		})
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	busy := attribute.String("keyed.set.name", "busy")
+	for {
+		c := collect(t, reader)
+		held := keyPoints(t, c, "keyed.key.units.held")
+		assert.LessOrEqual(t, len(held), 3, "at most topKeys keys")
+		for key, n := range held {
+			assert.LessOrEqual(t, n, 2.0, "%s holds at most its capacity", key)
+		}
+		select {
+		case <-done:
+			c := collect(t, reader)
+			assert.Equal(t, float64(acquired.Load()), c.value(t, "keyed.acquisitions", busy))
+			assert.Equal(t, 0.0, c.value(t, "keyed.units.held", busy))
+			assert.Equal(t, 0.0, c.value(t, "keyed.keys", busy))
+			return
+		default:
+		}
+	}
 }

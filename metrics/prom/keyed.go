@@ -41,7 +41,7 @@ var (
 	descKeyedAcquired  = prometheus.NewDesc("keyed_acquired_total", "Successful acquisitions, waited for or not (TryAcquire included).", keyedLabels, nil)
 	descKeyedTimedOut  = prometheus.NewDesc("keyed_timed_out_total", "Calls that failed on a deadline: AcquireTimeout's or the context's.", keyedLabels, nil)
 	descKeyedCancelled = prometheus.NewDesc("keyed_cancelled_total", "Calls whose context was cancelled (a deadline counts as timed out).", keyedLabels, nil)
-	descKeyedRejected  = prometheus.NewDesc("keyed_rejected_total", "Calls refused: a key's queue full, or larger than the key's capacity, the limit or the global capacity.", keyedLabels, nil)
+	descKeyedRejected  = prometheus.NewDesc("keyed_rejected_total", "Calls refused: a queue full, or larger than the key's capacity, the limit or the global capacity.", keyedLabels, nil)
 	descKeyHeld        = prometheus.NewDesc("keyed_key_held_units", "Units held now by one of the keys holding the most.", keyedKeyLabels, nil)
 	descKeyWaiters     = prometheus.NewDesc("keyed_key_waiters", "Calls waiting now on one of the keys holding the most.", keyedKeyLabels, nil)
 )

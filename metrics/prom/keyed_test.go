@@ -3,7 +3,10 @@ package prom_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -43,7 +46,7 @@ keyed_keys{set="uploads"} 2
 # HELP keyed_limit_units The set's limit on the units held by all keys together (WithLimit); only for a set with one.
 # TYPE keyed_limit_units gauge
 keyed_limit_units{set="uploads"} 3
-# HELP keyed_rejected_total Calls refused: a key's queue full, or larger than the key's capacity, the limit or the global capacity.
+# HELP keyed_rejected_total Calls refused: a queue full, or larger than the key's capacity, the limit or the global capacity.
 # TYPE keyed_rejected_total counter
 keyed_rejected_total{set="uploads"} 2
 # HELP keyed_timed_out_total Calls that failed on a deadline: AcquireTimeout's or the context's.
@@ -220,4 +223,49 @@ func TestNewKeyedCollector_InvalidArgumentsPanic(t *testing.T) {
 		prom.NewKeyedCollector(keyed.New(1, keyed.WithName("uploads")), -1)
 	})
 	requirePanic(t, "keyed: zero Set", func() { prom.NewKeyedCollector(&keyed.Set{}, 0) })
+}
+
+func TestKeyedCollector_ScrapesWhileCallsRunStayWithinBounds(t *testing.T) {
+	set := keyed.New(2, keyed.WithName("busy"), keyed.WithLimit(5))
+	c := prom.NewKeyedCollector(set, 3)
+	reg := prometheus.NewPedanticRegistry()
+	require.NoError(t, reg.Register(c))
+	const workers, rounds = 8, 200
+	var acquired atomic.Int64
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			key := fmt.Sprint("tenant-", w%4)
+			for range rounds {
+				u, err := set.Acquire(context.Background(), key, 1)
+				if !assert.NoError(t, err) {
+					return
+				}
+				acquired.Add(1)
+				u.Release()
+			}
+		})
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	for scrapes := 0; ; scrapes++ {
+		families, err := reg.Gather()
+		require.NoError(t, err)
+		for _, f := range families {
+			if f.GetName() == "keyed_key_held_units" {
+				assert.LessOrEqual(t, len(f.GetMetric()), 3, "at most topKeys keys")
+				for _, m := range f.GetMetric() {
+					assert.LessOrEqual(t, m.GetGauge().GetValue(), 2.0, "a key holds at most its capacity")
+				}
+			}
+		}
+		select {
+		case <-done:
+			assert.Equal(t, float64(acquired.Load()), gathered(t, reg, "keyed_acquired_total"))
+			assert.Equal(t, 0.0, gathered(t, reg, "keyed_held_units"))
+			assert.Equal(t, 0.0, gathered(t, reg, "keyed_keys"))
+			return
+		default:
+		}
+	}
 }
