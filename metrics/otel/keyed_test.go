@@ -37,6 +37,10 @@ func TestKeyedMetrics_ObserveStateCountersAndTheTopKeys(t *testing.T) {
 		require.NoError(t, err) // the limit's 3 units are held
 		_, err = set.AcquireTimeout(time.Second, "bob", 1)
 		failures = append(failures, err) // waited at the limit
+		deadline, stop := context.WithTimeout(context.Background(), time.Second)
+		_, err = set.Acquire(deadline, "dave", 1)
+		stop()
+		failures = append(failures, err) // a context's deadline is a timeout too
 		ctx, cancel := context.WithCancel(context.Background())
 		cancelled := make(chan error)
 		go func() {
@@ -74,7 +78,7 @@ func TestKeyedMetrics_ObserveStateCountersAndTheTopKeys(t *testing.T) {
 			require.True(t, ok, "%v", err)
 			byOutcome[o]++
 		}
-		assert.Equal(t, map[semaphore.Outcome]float64{semaphore.TimedOut: 1, semaphore.Cancelled: 1, semaphore.TooLarge: 1, semaphore.QueueFull: 1}, byOutcome)
+		assert.Equal(t, map[semaphore.Outcome]float64{semaphore.TimedOut: 2, semaphore.Cancelled: 1, semaphore.TooLarge: 1, semaphore.QueueFull: 1}, byOutcome)
 		failure := func(kind string) float64 {
 			return c.value(t, "keyed.failures", uploads, attribute.String("error.type", kind))
 		}

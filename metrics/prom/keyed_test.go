@@ -51,7 +51,7 @@ keyed_limit_units{set="uploads"} 3
 keyed_rejected_total{set="uploads"} 2
 # HELP keyed_timed_out_total Calls that failed on a deadline: AcquireTimeout's or the context's.
 # TYPE keyed_timed_out_total counter
-keyed_timed_out_total{set="uploads"} 1
+keyed_timed_out_total{set="uploads"} 2
 # HELP keyed_waiters Calls waiting now, for their key's units or the global level's.
 # TYPE keyed_waiters gauge
 keyed_waiters{set="uploads"} 1
@@ -70,6 +70,10 @@ func TestKeyedCollector_ExportsStateCountersAndTheTopKeys(t *testing.T) {
 		require.NoError(t, err) // the limit's 3 units are held
 		_, err = set.AcquireTimeout(time.Second, "bob", 1)
 		failures = append(failures, err) // waited at the limit
+		deadline, stop := context.WithTimeout(context.Background(), time.Second)
+		_, err = set.Acquire(deadline, "dave", 1)
+		stop()
+		failures = append(failures, err) // a context's deadline is a timeout too
 		ctx, cancel := context.WithCancel(context.Background())
 		cancelled := make(chan error)
 		go func() {
@@ -98,7 +102,7 @@ func TestKeyedCollector_ExportsStateCountersAndTheTopKeys(t *testing.T) {
 			require.True(t, ok, "%v", err)
 			byOutcome[o]++
 		}
-		assert.Equal(t, map[semaphore.Outcome]float64{semaphore.TimedOut: 1, semaphore.Cancelled: 1, semaphore.TooLarge: 1, semaphore.QueueFull: 1}, byOutcome)
+		assert.Equal(t, map[semaphore.Outcome]float64{semaphore.TimedOut: 2, semaphore.Cancelled: 1, semaphore.TooLarge: 1, semaphore.QueueFull: 1}, byOutcome)
 		assert.Equal(t, byOutcome[semaphore.TimedOut], gathered(t, reg, "keyed_timed_out_total"))
 		assert.Equal(t, byOutcome[semaphore.Cancelled], gathered(t, reg, "keyed_cancelled_total"))
 		assert.Equal(t, byOutcome[semaphore.TooLarge]+byOutcome[semaphore.QueueFull], gathered(t, reg, "keyed_rejected_total"))
