@@ -21,9 +21,10 @@ import (
 // Per-key measurements are bounded by topKeys, never one per active key: a set
 // with a key per tenant or per user would otherwise create attribute sets
 // without bound. A key is observed while it is among the topKeys; once it
-// leaves them, or stops being active, it is no longer reported. A key that is
-// not valid UTF-8 is reported with its invalid bytes replaced by U+FFFD; of two
-// keys that then read alike, only the one holding the most units is reported.
+// leaves them, or stops being active, it is no longer reported. A key or set
+// name that is not valid UTF-8 is reported with its invalid bytes replaced by
+// U+FFFD; of two keys that then read alike, only the one holding the most units
+// is reported.
 //
 // All methods are safe for concurrent use.
 type KeyedMetrics struct {
@@ -47,8 +48,8 @@ func NewKeyedMetrics(meter metric.Meter, set *keyed.Set, topKeys int) (*KeyedMet
 	if topKeys < 0 {
 		panic(fmt.Sprintf("otel: NewKeyedMetrics: set %q: topKeys %d is negative", set.Name(), topKeys))
 	}
-	name := keySet.String(set.Stats().Name) // panics for a zero Set
-	_, hasLimit := set.Limit()              // fixed after keyed.New
+	name := keySet.String(strings.ToValidUTF8(set.Stats().Name, "\uFFFD")) // Stats panics for a zero Set
+	_, hasLimit := set.Limit()                                             // fixed after keyed.New
 	var (
 		errs                       [9]error
 		keys, limit, held, pending metric.Int64ObservableUpDownCounter
@@ -99,8 +100,9 @@ func NewKeyedMetrics(meter metric.Meter, set *keyed.Set, topKeys int) (*KeyedMet
 		if topKeys == 0 {
 			return nil
 		}
-		seen := make(map[string]bool, topKeys)
-		for _, k := range set.ActiveKeys(topKeys) {
+		rows := set.ActiveKeys(topKeys)
+		seen := make(map[string]bool, len(rows)) // not topKeys, which may be huge
+		for _, k := range rows {
 			key := strings.ToValidUTF8(k.Key, "\uFFFD")
 			if seen[key] { // two keys read alike: the first holds more
 				continue

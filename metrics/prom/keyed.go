@@ -17,14 +17,14 @@ import (
 // Per-key series are bounded by topKeys, never one per active key: a set with
 // a key per tenant or per user would otherwise create series without bound. A
 // key has series while it is among the topKeys; once it leaves them, or stops
-// being active, its series are no longer exported. A key that is not valid
-// UTF-8 is exported with its invalid bytes replaced by U+FFFD; of two keys that
-// then read alike, only the one holding the most units is exported.
+// being active, its series are no longer exported. A key or set name that is
+// not valid UTF-8 is exported with its invalid bytes replaced by U+FFFD; of two
+// keys that then read alike, only the one holding the most units is exported.
 //
 // All methods are safe for concurrent use.
 type KeyedCollector struct {
 	set      *keyed.Set
-	name     string // the set's name; fixed
+	name     string // the set's name, its invalid UTF-8 replaced; fixed
 	hasLimit bool   // the set has WithLimit; fixed after keyed.New
 	topKeys  int    // at most this many keys get series; fixed
 }
@@ -57,7 +57,7 @@ func NewKeyedCollector(set *keyed.Set, topKeys int) *KeyedCollector {
 	if topKeys < 0 {
 		panic(fmt.Sprintf("prom: NewKeyedCollector: set %q: topKeys %d is negative", set.Name(), topKeys))
 	}
-	name := set.Stats().Name // panics for a zero Set
+	name := strings.ToValidUTF8(set.Stats().Name, "\uFFFD") // Stats panics for a zero Set
 	_, hasLimit := set.Limit()
 	return &KeyedCollector{set: set, name: name, hasLimit: hasLimit, topKeys: topKeys}
 }
@@ -92,8 +92,9 @@ func (c *KeyedCollector) Collect(ch chan<- prometheus.Metric) {
 	if c.topKeys == 0 {
 		return
 	}
-	seen := make(map[string]bool, c.topKeys)
-	for _, k := range c.set.ActiveKeys(c.topKeys) {
+	rows := c.set.ActiveKeys(c.topKeys)
+	seen := make(map[string]bool, len(rows)) // not topKeys, which may be huge
+	for _, k := range rows {
 		key := strings.ToValidUTF8(k.Key, "\uFFFD")
 		if seen[key] { // two keys read alike: the first holds more
 			continue

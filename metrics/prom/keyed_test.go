@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -157,7 +158,7 @@ func TestKeyedCollector_TopKeysBoundsThePerKeySeries(t *testing.T) {
 keyed_key_held_units{key="d",set="tenants"} 4
 keyed_key_held_units{key="e",set="tenants"} 5
 `), "keyed_key_held_units"), "the two keys holding the most")
-	assert.Equal(t, 5, testutil.CollectAndCount(prom.NewKeyedCollector(set, 100), "keyed_key_held_units"),
+	assert.Equal(t, 5, testutil.CollectAndCount(prom.NewKeyedCollector(set, math.MaxInt), "keyed_key_held_units"),
 		"no more series than active keys")
 
 	held[4].Release() // e leaves; c comes in
@@ -173,7 +174,7 @@ keyed_key_held_units{key="d",set="tenants"} 4
 }
 
 func TestKeyedCollector_HostileKeysKeepTheScrapeValid(t *testing.T) {
-	set := keyed.New(10, keyed.WithName("hostile"))
+	set := keyed.New(10, keyed.WithName("hostile\xff"))
 	long := strings.Repeat("k", 5000)
 	keys := []string{long, "<b>markup</b>", "new\nline", "bad\xff", "bad\xfe", `quote"\`}
 	var held []*keyed.Units
@@ -194,8 +195,11 @@ func TestKeyedCollector_HostileKeysKeepTheScrapeValid(t *testing.T) {
 		}
 		for _, m := range f.GetMetric() {
 			for _, l := range m.GetLabel() {
-				if l.GetName() == "key" {
+				switch l.GetName() {
+				case "key":
 					got[l.GetValue()] = m.GetGauge().GetValue()
+				case "set":
+					assert.Equal(t, "hostile\uFFFD", l.GetValue())
 				}
 			}
 		}
