@@ -31,5 +31,6 @@
 // admission.controller.name, keyed.set.name and adaptive.limiter.name to tell
 // instances apart. State and counters are read from Stats in a callback at
 // collection time (for a keyed set, O(k) for k active keys, O(k log k) with
-// topKeys > 0); only the histograms are recorded as events occur. The README lists the semaphore, admission and keyed metrics.
+// topKeys > 0); only the histograms are recorded as events occur. The README
+// lists the semaphore, admission and keyed metrics.
 package otel
