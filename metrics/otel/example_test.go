@@ -10,6 +10,7 @@ import (
 
 	"github.com/fairsem/semaphore"
 	"github.com/fairsem/semaphore/admission"
+	"github.com/fairsem/semaphore/keyed"
 	"github.com/fairsem/semaphore/metrics/otel"
 )
 
@@ -61,4 +62,39 @@ func ExampleNewAdmissionMetrics() {
 	// Output:
 	// admitted scan
 	// <nil>
+}
+
+// KeyedMetrics observes a keyed set as a whole, and its keys holding the most
+// units, at most as many as its last argument.
+func ExampleNewKeyedMetrics() {
+	reader := sdkmetric.NewManualReader()
+	provider := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	defer provider.Shutdown(context.Background())
+
+	uploads := keyed.New(4, keyed.WithName("uploads"), keyed.WithLimit(8))
+	if _, err := otel.NewKeyedMetrics(provider.Meter("example"), uploads, 1); err != nil {
+		panic(err)
+	}
+	alice, _ := uploads.Acquire(context.Background(), "alice", 3)
+	bob, _ := uploads.Acquire(context.Background(), "bob", 1)
+	defer alice.Release()
+	defer bob.Release()
+
+	var rm metricdata.ResourceMetrics
+	_ = reader.Collect(context.Background(), &rm)
+	for _, sm := range rm.ScopeMetrics {
+		for _, metric := range sm.Metrics {
+			if metric.Name == "keyed.units.held" || metric.Name == "keyed.key.units.held" {
+				p := metric.Data.(metricdata.Sum[int64]).DataPoints[0]
+				if key, ok := p.Attributes.Value("keyed.key"); ok {
+					fmt.Println(metric.Name, key.AsString(), p.Value)
+				} else {
+					fmt.Println(metric.Name, p.Value)
+				}
+			}
+		}
+	}
+	// Output:
+	// keyed.units.held 4
+	// keyed.key.units.held alice 3
 }

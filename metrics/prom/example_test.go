@@ -11,6 +11,7 @@ import (
 
 	"github.com/fairsem/semaphore"
 	"github.com/fairsem/semaphore/admission"
+	"github.com/fairsem/semaphore/keyed"
 	"github.com/fairsem/semaphore/metrics/prom"
 )
 
@@ -57,4 +58,28 @@ admission_acquired_total{controller="reads"} 1
 	// Output:
 	// <nil>
 	// 1 wait-time series: scan, acquired
+}
+
+// A KeyedCollector exports a keyed set as a whole, and its keys holding the most
+// units, at most as many as its second argument.
+func ExampleNewKeyedCollector() {
+	uploads := keyed.New(4, keyed.WithName("uploads"), keyed.WithLimit(8))
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(prom.NewKeyedCollector(uploads, 1))
+
+	alice, _ := uploads.Acquire(context.Background(), "alice", 3)
+	bob, _ := uploads.Acquire(context.Background(), "bob", 1)
+	defer alice.Release()
+	defer bob.Release()
+
+	err := testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP keyed_held_units Units held now, summed over keys.
+# TYPE keyed_held_units gauge
+keyed_held_units{set="uploads"} 4
+# HELP keyed_key_held_units Units held now by one of the keys holding the most.
+# TYPE keyed_key_held_units gauge
+keyed_key_held_units{key="alice",set="uploads"} 3
+`), "keyed_held_units", "keyed_key_held_units")
+	fmt.Println(err)
+	// Output: <nil>
 }
