@@ -19,7 +19,8 @@
 //
 // Per-key measurements are bounded by topKeys, never one per active key, since
 // keys (tenants, users) are unbounded and so would be the attribute sets;
-// topKeys = 0 observes none. A keyed set has no wait-duration histogram: a
+// topKeys = 0 observes none. A collection has at most topKeys of them, but a
+// backend keeps every key that was ever in the top. A keyed set has no wait-duration histogram: a
 // keyed.Observer hears the key level only, so the waits at the set's limit or
 // global semaphore would be missing from it. AdaptiveMetrics observes one
 // adaptive.Limiter.

@@ -21,7 +21,8 @@
 //
 // Per-key series are bounded by topKeys, never one per active key, since keys
 // (tenants, users) are unbounded and so would be the series; topKeys = 0
-// exports none. An AdaptiveCollector exports one adaptive.Limiter.
+// exports none. A scrape has at most topKeys of them, but the database keeps
+// every key that was ever in the top. An AdaptiveCollector exports one adaptive.Limiter.
 //
 // Metric names follow Prometheus conventions: base units in the name
 // (_seconds, _bytes, _units), _total for counters. Gauges and counters are read
