@@ -157,26 +157,10 @@ func requireSplit(t *testing.T, probe *Semaphore, capacity int64, shares map[str
 	}
 }
 
-// Three processes with demands 2, 16 and 16 on capacity 12: the max-min
-// shares are 2, 5 and 5.
-func TestBlocks_UnitsConvergeToTheMaxMinShareOfTheDemand(t *testing.T) {
-	ep := sharedEndpoint(t)
-	name := testName(t)
-	checkHistoryAtEnd(t, ep, name, &grantLog{})
-	const capacity = 12
-	a := newSem(t, newClient(t, ep), name, WithCapacity(capacity), WithBlocks(2), WithClientName("a"))
-	b := newSem(t, newClient(t, ep), name, WithBlocks(2), WithClientName("b"))
-	c := newSem(t, newClient(t, ep), name, WithBlocks(2), WithClientName("c"))
-	la, lb, lc := newShareLoad(t, a), newShareLoad(t, b), newShareLoad(t, c)
-	la.start(2)
-	lb.start(16)
-	lc.start(16)
-	requireSplit(t, a, capacity, map[string]int64{"a": 2, "b": 5, "c": 5}, la, lb, lc)
-}
-
-// A process whose demand grows past its share gets its share; when another
-// stops, the two left take its units.
-func TestBlocks_SharesFollowTheDemandAsItShifts(t *testing.T) {
+// Three processes with demands 2, 16 and 16 on capacity 12 converge to the
+// max-min shares 2, 5 and 5; a process whose demand grows past its share then
+// gets its share; when another stops, the two left take its units.
+func TestBlocks_UnitsConvergeToTheMaxMinShareAndFollowTheDemand(t *testing.T) {
 	ep := sharedEndpoint(t)
 	name := testName(t)
 	checkHistoryAtEnd(t, ep, name, &grantLog{})
