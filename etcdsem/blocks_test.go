@@ -521,37 +521,7 @@ func TestBlocks_CloseEndsEveryCallInFlight(t *testing.T) {
 		"Acquire over the cap": func() error { _, err := s.Acquire(ctx, 2); return err },
 		"TryAcquire over cap":  func() error { _, _, err := s.TryAcquire(ctx, 2); return err },
 	}
-	px.hold(true, true)
-	defer px.release()
-	errs := make(map[string]chan error, len(calls))
-	for op, call := range calls {
-		ch := make(chan error, 1)
-		errs[op] = ch
-		go func() { ch <- call() }()
-	}
-	waitFor(t, "the calls wait on etcd", func() bool { return inFlight.Load() >= 3 && s.blocks.nwait.Load() == 1 })
-	closed := make(chan error, 1)
-	go func() { closed <- s.Close() }()
-	var stuck []chan error
-	for op, ch := range errs {
-		select {
-		case err := <-ch:
-			assert.ErrorIs(t, err, ErrClosed, op)
-		case <-time.After(10 * time.Second):
-			t.Errorf("%s still waits on etcd 10s after Close", op)
-			stuck = append(stuck, ch)
-		}
-	}
-	select {
-	case <-closed:
-	case <-time.After(10 * time.Second):
-		t.Error("Close still waits 10s later, past its bound of the lease TTL (2s)")
-		stuck = append(stuck, closed)
-	}
-	px.release()
-	for _, ch := range stuck {
-		<-ch
-	}
+	closeEndsCalls(t, s, px, calls, func() bool { return inFlight.Load() >= 3 && s.blocks.nwait.Load() == 1 })
 }
 
 // A TryAcquire that asks etcd for a whole block, from a view of the capacity

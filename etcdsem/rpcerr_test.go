@@ -85,6 +85,15 @@ func TestClose_EndsEveryCallInFlight(t *testing.T) {
 		"Break":      func() error { return s.Break(ctx, errors.New("x")) },
 		"Repair":     func() error { return s.Repair(ctx) },
 	}
+	closeEndsCalls(t, s, px, calls, func() bool { return inFlight.Load() >= int64(len(calls)) })
+}
+
+// closeEndsCalls starts calls on s with px holding every byte to and from
+// etcd, waits until waiting says they wait, closes s, and checks that every
+// call ends with ErrClosed, not the context's error, and that Close returns,
+// each within 10s.
+func closeEndsCalls(t *testing.T, s *Semaphore, px *proxy, calls map[string]func() error, waiting func() bool) {
+	t.Helper()
 	px.hold(true, true)
 	defer px.release()
 	errs := make(map[string]chan error, len(calls))
@@ -93,7 +102,7 @@ func TestClose_EndsEveryCallInFlight(t *testing.T) {
 		errs[op] = ch
 		go func() { ch <- call() }()
 	}
-	waitInFlight(t, inFlight, int64(len(calls)))
+	waitFor(t, "the calls wait on etcd", waiting)
 	closing := time.Now()
 	closed := make(chan error, 1)
 	go func() { closed <- s.Close() }()
