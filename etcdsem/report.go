@@ -20,15 +20,15 @@ import (
 // A Report is what a block-mode handle last published of its callers: those
 // it serves from its blocks, which have no key of their own.
 type Report struct {
-	Lease   int64         // the handle's lease, as in its keys' Entry.Lease
-	Client  string        // the handle's WithClientName
-	Holders int           // callers holding units of its blocks
-	Held    int64         // the units they hold
-	Waiters int           // callers waiting for units
-	Awaited int64         // the units they wait for
-	Blocks  int64         // units of its blocks its callers may use
-	Granted uint64        // grants to its callers since the handle started
-	Age     time.Duration // since written, by the writer's clock
+	Lease    int64         // the handle's lease, as in its keys' Entry.Lease
+	Client   string        // the handle's WithClientName
+	Holders  int           // callers holding units of its blocks
+	Held     int64         // the units they hold
+	Waiters  int           // callers waiting for units
+	Awaited  int64         // the units they wait for
+	Blocks   int64         // units of its blocks its callers may use
+	Acquired uint64        // calls of its callers granted since the handle started
+	Age      time.Duration // since written, by the writer's clock
 }
 
 // reportPause is the least time between two reports of a handle whose
@@ -149,7 +149,7 @@ func parseReport(v []byte, now time.Time) (Report, bool) {
 	return Report{
 		Client:  f[7],
 		Holders: int(n[0]), Held: n[1], Waiters: int(n[2]), Awaited: n[3],
-		Blocks: n[4], Granted: uint64(n[5]),
+		Blocks: n[4], Acquired: uint64(n[5]),
 		Age: now.Sub(time.Unix(0, n[6])),
 	}, true
 }

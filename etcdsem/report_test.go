@@ -76,7 +76,7 @@ func TestReports_EachBlockModeHandleReportsItsCallers(t *testing.T) {
 				assert.Equal(t, e.Lease, r.Lease, "a report names the lease of its handle's blocks")
 			}
 		}
-		assert.GreaterOrEqual(t, r.Granted, uint64(1))
+		assert.GreaterOrEqual(t, r.Acquired, uint64(1))
 		assert.Less(t, r.Age, time.Minute)
 	}
 
@@ -89,7 +89,7 @@ func TestReports_EachBlockModeHandleReportsItsCallers(t *testing.T) {
 	}
 	waitFor(t, "a's report follows its callers", func() bool {
 		r, ok := reportOf(t, plain, "a")
-		return ok && r.Holders == 5 && r.Held == 5 && r.Waiters == 0 && r.Awaited == 0 && r.Granted == 5
+		return ok && r.Holders == 5 && r.Held == 5 && r.Waiters == 0 && r.Awaited == 0 && r.Acquired == 5
 	})
 
 	require.NoError(t, a.Close())
@@ -166,7 +166,7 @@ func TestParseReport_ReadsWhatFormatReportWrote(t *testing.T) {
 		c := callers{holders: 3, held: 4, waiters: 2, awaited: 5, blocks: 6, granted: 7}
 		r, ok := parseReport([]byte(formatReport(c, written, client)), time.Unix(100, 0))
 		require.True(t, ok, "%q", client)
-		assert.Equal(t, Report{Client: client, Holders: 3, Held: 4, Waiters: 2, Awaited: 5, Blocks: 6, Granted: 7,
+		assert.Equal(t, Report{Client: client, Holders: 3, Held: 4, Waiters: 2, Awaited: 5, Blocks: 6, Acquired: 7,
 			Age: 10*time.Second - 5}, r)
 	}
 }
@@ -241,7 +241,7 @@ func FuzzParseReport(f *testing.F) {
 		r, ok := parseReport([]byte(formatReport(c, time.Unix(90, 0), client)), time.Unix(100, 0))
 		require.True(t, ok)
 		assert.Equal(t, Report{Client: client, Holders: int(n % 1000), Held: n, Waiters: 1, Awaited: n, Blocks: n,
-			Granted: uint64(n), Age: 10 * time.Second}, r)
+			Acquired: uint64(n), Age: 10 * time.Second}, r)
 	})
 }
 
