@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http/httptest"
 	"regexp"
+	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -47,4 +48,5 @@ func TestDiagnostics_ShowOnTheDebugPage(t *testing.T) {
 	row := regexp.MustCompile(`(?m)^\s*(\d+)\s+"api"`).FindStringSubmatch(get("/?format=text"))
 	require.Len(t, row, 2, "a row for the limiter on the index")
 	assert.Contains(t, get("/"+row[1]+"?format=text"), `adaptive limiter "api" (*adaptive.Capacity): limit 4, capacity estimate unknown`)
+	runtime.KeepAlive(l) // the page holds it weakly: a collected limiter leaves it
 }
