@@ -139,7 +139,10 @@ func (u *Units) giveBack(ctx context.Context, op string, m int64) error {
 			err := s.fail(c, nil, u.err.Error(), u.err)
 			s.mu.Unlock()
 			return err
-		case u.state != unitsHeld || s.closed:
+		case u.state == unitsClosed || s.closed:
+			s.mu.Unlock()
+			return nil // Close gave the slots back
+		case u.state != unitsHeld:
 			s.mu.Unlock()
 			if m > 0 {
 				return s.fail(c, nil, "0 held: "+semaphore.ErrInsufficientUnits.Error(), semaphore.ErrInsufficientUnits)
