@@ -4,10 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"syscall"
 	"time"
 
 	"github.com/fairsem/semaphore"
 	"github.com/fairsem/semaphore/internal/errs"
+	amqp "github.com/rabbitmq/amqp091-go"
 )
 
 // TryAcquire is the protocol's acquire for n slots: it walks the slots from
@@ -67,9 +71,10 @@ func (s *Semaphore) TryAcquire(ctx context.Context, n int64) (*Units, bool, erro
 // n exceeds the semaphore's slots (semaphore.ErrTooLarge, also for a waiter
 // left too large by RemoveSlots), on Break (semaphore.ErrBroken), on Close
 // (ErrClosed), and when the broker fails or refuses it (ErrBlocked,
-// ErrRefused, its error). A connection that drops while it waits is dialled
-// again; a holder queue it declared on it is gone with it, so it never leaves
-// a slot held by nobody. It panics if n is negative or above MaxSlots.
+// ErrRefused). A connection that drops or cannot be dialled while it waits is
+// dialled again after a backoff, until ctx ends; a holder queue it declared on
+// a connection that dropped is gone with it, so it never leaves a slot held by
+// nobody. It panics if n is negative or above MaxSlots.
 func (s *Semaphore) Acquire(ctx context.Context, n int64) (*Units, error) {
 	s.checkUnits("Acquire", n)
 	c := acquireCall(int(n))
@@ -98,7 +103,7 @@ func (s *Semaphore) Acquire(ctx context.Context, n int64) (*Units, error) {
 		gen := s.wake.current()
 		u, r, err := s.attempt(ctx, c, int(n), start)
 		switch {
-		case err != nil && !errors.Is(err, ErrContended) && !errors.Is(err, ErrLost):
+		case err != nil && !errors.Is(err, ErrContended) && !transient(err):
 			return nil, err
 		case u != nil:
 			return u, nil
@@ -108,7 +113,7 @@ func (s *Semaphore) Acquire(ctx context.Context, n int64) (*Units, error) {
 		// Wait for a change: a holder queue deleted or a slot added (events,
 		// or a release of this handle), or the next probe when polling.
 		wait := eventsSafetyPoll
-		if !sub {
+		if !sub || err != nil && !errors.Is(err, ErrContended) {
 			wait = jitter(backoff)
 			backoff = min(2*backoff, pollMax)
 		}
@@ -247,4 +252,29 @@ func (s *Semaphore) checkUnits(op string, n int64) {
 	if n < 0 || n > MaxSlots {
 		panic(fmt.Sprintf("amqpsem %q: %s(%d): units out of range [0, %d]", s.name, op, n, MaxSlots))
 	}
+}
+
+// transient reports whether an acquire that failed with err may succeed if it
+// tries again: the connection dropped, was lost or could not be dialled. What
+// the broker refused for good, a resource alarm, Close, Break and the caller's
+// context end the call instead.
+func transient(err error) bool {
+	if _, ok := semaphore.OutcomeOf(err); ok {
+		return false
+	}
+	var de *dialError
+	if errors.As(err, &de) {
+		return true
+	}
+	for _, final := range []error{ErrRefused, ErrBlocked, ErrClosed} {
+		if errors.Is(err, final) {
+			return false
+		}
+	}
+	var ae *amqp.Error
+	var ne net.Error
+	var oe *net.OpError
+	return errors.Is(err, ErrLost) || errors.Is(err, amqp.ErrClosed) || errors.As(err, &ae) || errors.As(err, &ne) ||
+		errors.As(err, &oe) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNREFUSED) ||
+		errors.Is(err, syscall.ECONNRESET)
 }

@@ -16,8 +16,8 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	if spec := os.Getenv("AMQPSEM_TEST_HOLDER"); spec != "" {
-		_ = spec
+	if spec := os.Getenv(holderChildEnv); spec != "" {
+		os.Exit(runHolderChild(spec))
 	}
 	code := m.Run()
 	for _, b := range brokers.stop() {

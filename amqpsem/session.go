@@ -84,7 +84,10 @@ func dial(ctx context.Context, url string, cfg amqp.Config) (*amqp.Connection, e
 	}()
 	select {
 	case r := <-ch:
-		return r.c, r.err
+		if r.err != nil {
+			return nil, &dialError{r.err}
+		}
+		return r.c, nil
 	case <-ctx.Done():
 		go func() {
 			if r := <-ch; r.c != nil {
@@ -94,6 +97,14 @@ func dial(ctx context.Context, url string, cfg amqp.Config) (*amqp.Connection, e
 		return nil, ctx.Err()
 	}
 }
+
+// A dialError is a failure to connect. An acquire that waits dials again
+// after one: the broker may be restarting (a starting broker refuses logins
+// for a moment), and a handle that New connected had working credentials.
+type dialError struct{ err error }
+
+func (e *dialError) Error() string { return "connect: " + e.err.Error() }
+func (e *dialError) Unwrap() error { return e.err }
 
 // openSession dials the holding connection and starts its pinger. onLost runs
 // once when the session is lost (not when it is closed).
