@@ -56,6 +56,9 @@ func (s *Semaphore) adminError(ctx context.Context, c call, err error) error {
 		if deadline {
 			matches = append(matches, semaphore.ErrTimedOut)
 		}
+		if msg := err.Error(); msg != ctx.Err().Error() {
+			why = msg // says what it waited for, and ends with ctx's error
+		}
 		return s.fail(c, nil, why, matches...)
 	}
 	return s.brokerError(c, err)

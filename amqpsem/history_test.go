@@ -2,7 +2,6 @@ package amqpsem
 
 import (
 	"context"
-	"fmt"
 	"sort"
 	"sync"
 	"testing"
@@ -38,11 +37,10 @@ import (
 // uses of a slot overlap, and that the clients never used more slots at once
 // than the bound.
 type recorder struct {
-	name   string
-	conn   *amqp.Connection
-	ch     *amqp.Channel
-	events chan brokerEvent
-	done   chan struct{}
+	name string
+	conn *amqp.Connection
+	ch   *amqp.Channel
+	done chan struct{}
 
 	mu  sync.Mutex
 	got []brokerEvent
@@ -285,7 +283,7 @@ func check(t testing.TB, r *recorder, l *grantLog, bound int) int {
 	}
 	assert.LessOrEqual(t, peak, bound, "slots used at once")
 	if t.Failed() {
-		t.Log(fmt.Sprintf("broker lifetimes: %v", lives))
+		t.Logf("broker lifetimes: %v", lives)
 	}
 	return grants
 }

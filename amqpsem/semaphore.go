@@ -36,6 +36,8 @@ type Semaphore struct {
 	stopBg context.CancelFunc
 	wg     sync.WaitGroup // goroutines that give slots back after their caller left
 
+	beforeDeclare func(slot int) // tests: runs before each B queue declare
+
 	mu       sync.Mutex
 	closed   bool                // guarded by mu; terminal
 	sess     *session            // guarded by mu: nil before the first acquire and after a loss

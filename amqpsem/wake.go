@@ -19,6 +19,7 @@ const (
 	pollMin          = 20 * time.Millisecond
 	pollMax          = time.Second
 	eventsSafetyPoll = 5 * time.Second
+	subscribeWait    = 2 * time.Second // a waiter waits this long for the first subscription, then polls
 )
 
 // eventExchange is the exchange of the rabbitmq_event_exchange plugin.
@@ -125,8 +126,12 @@ func (w *waker) subscribe(ctx context.Context) bool {
 		go w.consume(start)
 	}
 	w.mu.Unlock()
+	t := time.NewTimer(subscribeWait)
+	defer t.Stop()
 	select {
 	case <-start:
+	case <-t.C: // the broker is slow to answer (a blocked connection): poll meanwhile
+		return false
 	case <-ctx.Done():
 		return false // the caller sees ctx end
 	}

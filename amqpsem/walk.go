@@ -75,6 +75,9 @@ func (s *Semaphore) walk(ctx context.Context, sess *session, n int) walkResult {
 			if !ok {
 				continue
 			}
+			if s.beforeDeclare != nil {
+				s.beforeDeclare(slot)
+			}
 			err := s.declareHold(sess, slot)
 			switch {
 			case err == nil:

@@ -132,7 +132,7 @@ func run(ctx context.Context, out io.Writer, args []string) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	s, err := amqpsem.New(ctx, *url, c.name, amqpsem.WithConfig(amqpsemConfig()))
+	s, err := amqpsem.New(ctx, *url, c.name, amqpsem.WithWakeup(amqpsem.WakePolling))
 	if err != nil {
 		return err
 	}
