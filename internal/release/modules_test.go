@@ -56,6 +56,7 @@ func TestPublished_BenchInternalAndBrowserTestAreNot(t *testing.T) {
 	for dir, want := range map[string]bool{
 		".":                    true,
 		"etcdsem":              true,
+		"amqpsem":              true,
 		"metrics/prom":         true,
 		"bench/adaptive":       false,
 		"bench/keyed":          false,
