@@ -32,6 +32,7 @@ var packages = map[string]pkg{
 
 	// Nested modules and the dependencies only they require.
 	"etcdsem":    {"github.com/fairsem/semaphore/etcdsem", "etcdsem"},
+	"amqpsem":    {"github.com/fairsem/semaphore/amqpsem", "amqpsem"},
 	"clientv3":   {"go.etcd.io/etcd/client/v3", "etcdsem"},
 	"prom":       {"github.com/fairsem/semaphore/metrics/prom", "metrics/prom"},
 	"prometheus": {"github.com/prometheus/client_golang/prometheus", "metrics/prom"},

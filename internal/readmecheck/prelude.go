@@ -75,6 +75,8 @@ var (
 	}
 )
 `,
+	"amqpsem": `var stopWriting func()
+`,
 	"metrics/otel": `import "go.opentelemetry.io/otel/metric"
 
 var meter metric.Meter
