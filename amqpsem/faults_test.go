@@ -63,6 +63,7 @@ func startHolder(t *testing.T, url, name string, n int) *exec.Cmd {
 // broker closes the connection and drops its B queues, and a waiter elsewhere
 // is granted the slots.
 func TestHolderProcess_SIGKILLFreesItsSlots(t *testing.T) {
+	faultTest(t)
 	b := broker(t)
 	name := testName(t)
 	rec := record(t, b.URL, name)
@@ -92,6 +93,7 @@ func TestHolderProcess_SIGKILLFreesItsSlots(t *testing.T) {
 // before the broker drops its B queue, so before anyone else can take the
 // slot; the checker sees the use end before the queue's deletion.
 func TestPartition_LostClosesBeforeTheSlotIsGrantedElsewhere(t *testing.T) {
+	faultTest(t)
 	b := broker(t)
 	name := testName(t)
 	rec := record(t, b.URL, name)
@@ -142,6 +144,7 @@ func TestPartition_LostClosesBeforeTheSlotIsGrantedElsewhere(t *testing.T) {
 // as it stops), the slots persist (durable A queues), and a handle acquires
 // again once it is back.
 func TestBroker_RestartKeepsSlotsAndTellsHoldersFirst(t *testing.T) {
+	faultTest(t)
 	b := ownBroker(t)
 	name := testName(t)
 	a := newSem(t, b.URL, name, WithSlots(2), WithWakeup(WakePolling))
@@ -188,6 +191,7 @@ func TestBroker_RestartKeepsSlotsAndTellsHoldersFirst(t *testing.T) {
 // told within the heartbeat timeout less the margin, and every call in flight
 // ends.
 func TestBroker_SIGSTOPTellsHoldersAndEndsCalls(t *testing.T) {
+	faultTest(t)
 	b := ownBroker(t)
 	name := testName(t)
 	s := newSem(t, b.URL, name, WithSlots(2), WithHeartbeat(2*time.Second), WithSafetyMargin(500*time.Millisecond), WithWakeup(WakePolling))

@@ -85,13 +85,27 @@ func broker(t testing.TB) *amqptest.Broker {
 		if sharedErr != nil {
 			return
 		}
-		sharedBroker, sharedErr = amqptest.Start(amqptest.Options{Dir: sharedDir, Plugins: []string{"rabbitmq_event_exchange"}})
+		sharedBroker, sharedErr = amqptest.Start(amqptest.Options{Dir: sharedDir, Plugins: []string{"rabbitmq_event_exchange"},
+			Users: []amqptest.User{readOnlyUser}})
 		if sharedErr == nil {
 			brokers.add(sharedBroker)
 		}
 	})
 	require.NoError(t, sharedErr)
 	return sharedBroker
+}
+
+// readOnlyUser, of the shared broker, may not configure (declare) anything.
+var readOnlyUser = amqptest.User{Name: "amqpsem-ro", Password: "ro", Configure: "^$", Write: ".*", Read: ".*"}
+
+// faultTest skips t under -short: a test that kills, stops, cuts off or
+// starves (a resource alarm) a process or a broker; such a test starts a
+// broker of its own when it hurts the broker.
+func faultTest(t testing.TB) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("fault test (kills, stops or cuts off a process): skipped by -short; scripts/test.sh -full runs it")
+	}
 }
 
 // ownBroker starts a node for one test, stopped when it ends.

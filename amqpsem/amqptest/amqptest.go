@@ -15,12 +15,17 @@ package amqptest
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -62,9 +67,70 @@ type Options struct {
 	Plugins []string
 	// Config is appended to the node's rabbitmq.conf (one setting a line).
 	Config string
+	// Users are created at start, besides guest (password guest, every
+	// permission on the virtual host "/"), without rabbitmqctl.
+	Users []User
 	// StartTimeout bounds the wait for the node to accept AMQP connections
 	// (default 2 minutes: a loaded 2-core machine takes 10 to 30 seconds).
 	StartTimeout time.Duration
+}
+
+// A User of the node, with its permissions on the virtual host "/" (regular
+// expressions of the resources it may configure, write and read; "" for none,
+// as rabbitmqctl set_permissions takes them).
+type User struct {
+	Name, Password         string
+	Configure, Write, Read string
+}
+
+// definitions returns the node's definitions file: the virtual host "/", guest
+// and users, with their permissions. A node that loads definitions at start
+// creates no default user, so guest is among them.
+func definitions(users []User) ([]byte, error) {
+	type user struct {
+		Name      string `json:"name"`
+		Hash      string `json:"password_hash"`
+		Algorithm string `json:"hashing_algorithm"`
+		Tags      string `json:"tags"`
+	}
+	type permission struct {
+		User      string `json:"user"`
+		Vhost     string `json:"vhost"`
+		Configure string `json:"configure"`
+		Write     string `json:"write"`
+		Read      string `json:"read"`
+	}
+	var d struct {
+		Users       []user              `json:"users"`
+		Vhosts      []map[string]string `json:"vhosts"`
+		Permissions []permission        `json:"permissions"`
+	}
+	d.Vhosts = []map[string]string{{"name": "/"}}
+	all := append([]User{{Name: "guest", Password: "guest", Configure: ".*", Write: ".*", Read: ".*"}}, users...)
+	for i, u := range all {
+		tags := ""
+		if i == 0 {
+			tags = "administrator"
+		}
+		h, err := passwordHash(u.Password)
+		if err != nil {
+			return nil, err
+		}
+		d.Users = append(d.Users, user{u.Name, h, "rabbit_password_hashing_sha256", tags})
+		d.Permissions = append(d.Permissions, permission{u.Name, "/", u.Configure, u.Write, u.Read})
+	}
+	return json.Marshal(d)
+}
+
+// passwordHash is RabbitMQ's salted SHA-256 of a password: base64 of a random
+// 4-byte salt followed by SHA-256(salt, password).
+func passwordHash(password string) (string, error) {
+	salt := make([]byte, 4)
+	if _, err := rand.Read(salt); err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(append(slices.Clone(salt), password...))
+	return base64.StdEncoding.EncodeToString(append(salt, sum[:]...)), nil
 }
 
 // A Broker is one node. Its ports stay the same across Stop and Start, so
@@ -128,7 +194,15 @@ func New(opts Options) (*Broker, error) {
 			return nil, err
 		}
 	}
-	conf := fmt.Sprintf("listeners.tcp.default = 127.0.0.1:%d\nlog.console = false\nlog.file.level = warning\n%s\n", b.Port, opts.Config)
+	defs, err := definitions(opts.Users)
+	if err != nil {
+		return nil, err
+	}
+	defsFile := filepath.Join(opts.Dir, "definitions.json")
+	if err := os.WriteFile(defsFile, defs, 0o600); err != nil {
+		return nil, err
+	}
+	conf := fmt.Sprintf("listeners.tcp.default = 127.0.0.1:%d\nlog.console = false\nlog.file.level = warning\nload_definitions = %s\n%s\n", b.Port, defsFile, opts.Config)
 	if err := os.WriteFile(filepath.Join(opts.Dir, "rabbitmq.conf"), []byte(conf), 0o644); err != nil {
 		return nil, err
 	}
