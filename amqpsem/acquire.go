@@ -185,11 +185,11 @@ func (s *Semaphore) attempt(ctx context.Context, c call, n int, start time.Time)
 	wctx, cancel := context.WithCancel(ctx)
 	stop := context.AfterFunc(s.bg, cancel)
 	done := make(chan walkResult, 1)
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		done <- s.walk(wctx, sess, n)
-	}()
+	if !s.spawn(func() { done <- s.walk(wctx, sess, n) }) {
+		stop()
+		cancel()
+		return nil, walkResult{}, s.closedError(c)
+	}
 	var r walkResult
 	select {
 	case r = <-done:
@@ -274,7 +274,7 @@ func transient(err error) bool {
 	var ae *amqp.Error
 	var ne net.Error
 	var oe *net.OpError
-	return errors.Is(err, ErrLost) || errors.Is(err, amqp.ErrClosed) || errors.As(err, &ae) || errors.As(err, &ne) ||
+	return errors.Is(err, ErrLost) || errors.Is(err, errNoAnswer) || errors.Is(err, amqp.ErrClosed) || errors.As(err, &ae) || errors.As(err, &ne) ||
 		errors.As(err, &oe) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNREFUSED) ||
 		errors.Is(err, syscall.ECONNRESET)
 }

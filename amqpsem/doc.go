@@ -33,15 +33,22 @@
 // share a semaphore with it: TryAcquire is the protocol's acquire, Units
 // delete their B queues, Units.Verify is the protocol's verification, and
 // AddSlots, RemoveSlots, Resize, Destroy and WaitReleased are its
-// administration. Queues are probed as the protocol recommends, by publishing
-// to them (mandatory, confirmed, expiring at once), which never breaks a
-// channel.
+// administration. The walk probes queues as the protocol recommends, by
+// publishing to them (mandatory, confirmed, expiring at once), which never
+// breaks a channel; a held slot's A queue is checked with a passive declare on
+// the holding connection, which breaks a channel only when the slot is gone.
 //
 // # Departures from the protocol, and why
 //
 //   - Probes go in batches: the A and B queues of many slots in one round
 //     trip. Declares still go in ascending order, each after the probes that
 //     showed its slot free, so other clients see the same walk.
+//   - The last declare of a walk and the verification of every slot it took
+//     go out together on one channel, without waiting for each answer: the
+//     broker handles a channel's requests in order, so the answer to the last
+//     check means the declare was made and every A queue still existed after
+//     it. An uncontended acquire of one slot is two round trips: the probes,
+//     then the declare with its verification. A release of n slots is one.
 //   - After RESOURCE_LOCKED the walk reopens its channel, pauses for a random
 //     skew (WithAttempts) and goes on with the next free slot, as the
 //     protocol permits, instead of from slot 1; after the last attempt it
@@ -57,10 +64,11 @@
 //   - Names are checked (CheckName): names that are no valid queue names,
 //     and names ending in -DIGITS-A or -DIGITS-B, whose mutex queue would be
 //     another semaphore's slot queue, are refused.
-//   - Two connections per handle: one holds the B queues, one probes. A
-//     broker in a resource alarm blocks a connection that publishes (probes
-//     publish) and then answers nothing on it; a blocked holding connection
-//     could neither prove it is alive nor release.
+//   - Two connections per handle: one holds the B queues and checks the
+//     slots held, one probes. A broker in a resource alarm blocks a
+//     connection that publishes (probes publish) and then reads nothing from
+//     it; the holding connection never publishes, so during an alarm holders
+//     still verify, release and prove they are alive.
 //   - Nothing else is stored in the broker. Break and Drain, which the
 //     protocol has no state for, act on the handle only (below).
 //
@@ -131,6 +139,12 @@
 // gone with it, and a walk whose caller left deletes what it declared before
 // its slots are free for this handle again, so no slot is left held by
 // nobody. What the broker refuses for good (ErrRefused: permissions, a queue
-// declared with other properties), a resource alarm (ErrBlocked) and bad
-// names (ErrBadName) end the call with a clear error.
+// declared with other properties) and bad names (ErrBadName) end the call
+// with a clear error. So does a resource alarm, at once: a call that needs a
+// probe fails with ErrBlocked while the broker blocks the probing connection
+// (it says so: connection.blocked), Verify, Return and Release go on working
+// on the holding connection, and Close does not wait for a closing handshake
+// the broker would not read. A probe the broker leaves unconfirmed for a
+// heartbeat timeout on a connection it does not say it blocks ends too, with
+// that connection, and a waiting Acquire dials a new one.
 package amqpsem

@@ -108,6 +108,16 @@ func faultTest(t testing.TB) {
 	}
 }
 
+// ctl runs rabbitmqctl against b with a bound of its own: the command starts
+// an Erlang VM, which takes seconds, and a minute on two busy cores.
+func ctl(t testing.TB, b *amqptest.Broker, args ...string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	_, err := b.Ctl(ctx, args...)
+	require.NoError(t, err)
+}
+
 // ownBroker starts a node for one test, stopped when it ends.
 func ownBroker(t testing.TB, plugins ...string) *amqptest.Broker {
 	t.Helper()

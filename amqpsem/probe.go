@@ -146,6 +146,10 @@ func (p *prober) blockedNow() (<-chan struct{}, string, bool) {
 	}
 }
 
+// channel returns an idle channel of the connection, in confirm mode, or
+// opens one. Opening is a request the broker must read: it ends with ctx, and
+// with ErrBlocked when the broker blocks the connection meanwhile (it then
+// reads nothing from it).
 func (p *prober) channel(ctx context.Context) (*probeChannel, error) {
 	c, err := p.connection(ctx)
 	if err != nil {
@@ -160,16 +164,44 @@ func (p *prober) channel(ctx context.Context) (*probeChannel, error) {
 			return pc, nil
 		}
 	}
+	blocked := p.blocked
 	p.mu.Unlock()
-	ch, err := c.Channel()
-	if err != nil {
-		return nil, err
+	done := make(chan openResult, 1)
+	go func() {
+		ch, err := c.Channel()
+		if err == nil {
+			err = ch.Confirm(false)
+		}
+		if err != nil {
+			done <- openResult{err: err}
+			return
+		}
+		done <- openResult{pc: &probeChannel{conn: c, ch: ch, returns: ch.NotifyReturn(make(chan amqp.Return, maxBatch+16)),
+			closed: ch.NotifyClose(make(chan *amqp.Error, 1))}}
+	}()
+	select {
+	case r := <-done:
+		return r.pc, r.err
+	case <-ctx.Done():
+		go p.reap(done)
+		return nil, ctx.Err()
+	case <-blocked:
+		go p.reap(done)
+		_, reason, _ := p.blockedNow()
+		return nil, fmt.Errorf("%w: %s", ErrBlocked, reason)
 	}
-	if err := ch.Confirm(false); err != nil {
-		return nil, err
+}
+
+type openResult struct {
+	pc  *probeChannel
+	err error
+}
+
+// reap drops a channel whose opening was abandoned, once it opens.
+func (p *prober) reap(done <-chan openResult) {
+	if r := <-done; r.pc != nil {
+		p.drop(r.pc)
 	}
-	return &probeChannel{conn: c, ch: ch, returns: ch.NotifyReturn(make(chan amqp.Return, maxBatch+16)),
-		closed: ch.NotifyClose(make(chan *amqp.Error, 1))}, nil
 }
 
 func (p *prober) put(pc *probeChannel) {
@@ -194,6 +226,20 @@ func (p *prober) drop(pc *probeChannel) {
 		p.conn, p.idle, p.dropped = nil, nil, 0
 		go func() { _ = c.CloseDeadline(time.Now().Add(time.Second)) }()
 	}
+}
+
+// errNoAnswer: the broker left a request unanswered for a heartbeat timeout
+// on a connection that is not blocked; the connection was closed.
+var errNoAnswer = errors.New("the broker does not answer")
+
+// abandon closes c, which the broker stopped answering, and forgets it.
+func (p *prober) abandon(c *amqp.Connection) {
+	p.mu.Lock()
+	if p.conn == c {
+		p.conn, p.idle, p.dropped = nil, nil, 0
+	}
+	p.mu.Unlock()
+	_ = c.CloseDeadline(time.Now())
 }
 
 // exists reports, for each queue, whether it exists, in one round trip per
@@ -229,6 +275,16 @@ func (p *prober) batch(ctx context.Context, queues []string) ([]bool, error) {
 	p.seq += uint64(len(queues))
 	blocked := p.blocked
 	p.mu.Unlock()
+	// The broker confirms a probe at once unless it stopped reading the
+	// connection: blocked (it says so, connection.blocked) or not (flow
+	// control, an overload): a heartbeat timeout without a confirm ends the
+	// batch and the connection, and the next probe dials a new one.
+	wait := pc.conn.Config.Heartbeat
+	if wait <= 0 {
+		wait = 30 * time.Second
+	}
+	timeout := time.NewTimer(wait)
+	defer timeout.Stop()
 	confirms := make([]*amqp.DeferredConfirmation, len(queues))
 	for i, q := range queues {
 		id := strconv.FormatUint(first+uint64(i), 36)
@@ -258,6 +314,9 @@ func (p *prober) batch(ctx context.Context, queues []string) ([]bool, error) {
 				return nil, e
 			}
 			return nil, amqp.ErrClosed
+		case <-timeout.C:
+			p.abandon(pc.conn)
+			return nil, fmt.Errorf("%w: no confirm of %d probes within %v", errNoAnswer, len(queues), wait)
 		}
 	}
 	// Every probe is confirmed; the broker sends a return before the confirm,
@@ -282,14 +341,22 @@ func (p *prober) batch(ctx context.Context, queues []string) ([]bool, error) {
 	return out, nil
 }
 
-// close closes the connection; probes in flight fail.
+// close closes the connection; probes in flight fail. A connection the
+// broker blocks is closed without the closing handshake: the broker would not
+// read it.
 func (p *prober) close() {
 	p.mu.Lock()
 	p.closed = true
 	c := p.conn
 	p.conn, p.idle = nil, nil
+	deadline := time.Now().Add(2 * time.Second)
+	select {
+	case <-p.blocked:
+		deadline = time.Now()
+	default:
+	}
 	p.mu.Unlock()
 	if c != nil {
-		_ = c.CloseDeadline(time.Now().Add(2 * time.Second))
+		_ = c.CloseDeadline(deadline)
 	}
 }

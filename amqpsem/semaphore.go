@@ -34,7 +34,7 @@ type Semaphore struct {
 	wake   *waker
 	bg     context.Context // done when the handle closes
 	stopBg context.CancelFunc
-	wg     sync.WaitGroup // goroutines that give slots back after their caller left
+	wg     sync.WaitGroup // walks, give-backs and holding-connection requests in flight (spawn)
 
 	beforeDeclare func(slot int) // tests: runs before each B queue declare
 
@@ -129,7 +129,7 @@ func (s *Semaphore) Close() error {
 	}
 	s.probe.close()
 	s.wg.Wait()
-	s.wake.wait()
+	s.wake.stop()
 	return nil
 }
 
@@ -271,6 +271,23 @@ func (s *Semaphore) Drain(ctx context.Context) error {
 			return s.fail(opCall("drain"), nil, still+"canceled"+after, matches...)
 		}
 	}
+}
+
+// spawn runs fn on a goroutine that Close waits for, and reports true; after
+// Close it runs nothing and reports false. (Adding to wg under mu, with closed
+// checked, orders every Add before Close's Wait.)
+func (s *Semaphore) spawn(fn func()) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		fn()
+	}()
+	return true
 }
 
 // heldLocked counts the slots this handle's callers hold. s.mu must be held.

@@ -47,7 +47,37 @@ type session struct {
 	deadline time.Time // guarded by mu: loss is declared when it passes without a ping answered
 	cause    error     // guarded by mu: why lost was closed; nil while open
 	timer    *time.Timer
-	idle     []*amqp.Channel // guarded by mu: open channels for declares and deletes
+	idle     []*channel // guarded by mu: open channels for declares, checks and deletes
+}
+
+// A channel of the holding connection, lent to one request at a time.
+type channel struct {
+	*amqp.Channel
+	closed chan *amqp.Error // the broker's reason when it closes the channel
+	reason *amqp.Error      // read from closed
+}
+
+// cause returns the broker's error that closed the channel, in place of err
+// when err only says that the channel is closed (amqp091.ErrClosed): a
+// request sent without waiting for its answer (nowait) that fails closes the
+// channel, and the request after it may learn only that. amqp091 marks the
+// channel closed before it tells the listeners why, so cause waits for the
+// reason, which comes at once (or for the listener's close, when the
+// connection closed).
+func (c *channel) cause(err error) error {
+	if err != amqp.ErrClosed {
+		return err
+	}
+	if c.reason == nil {
+		select {
+		case c.reason = <-c.closed:
+		case <-time.After(5 * time.Second):
+		}
+	}
+	if c.reason != nil {
+		return c.reason
+	}
+	return err
 }
 
 // dial opens a connection to url with cfg, bounded by ctx: the TCP connect by
@@ -235,36 +265,39 @@ func (s *session) ping(ch *amqp.Channel, closed chan *amqp.Error) {
 	}
 }
 
-// channel returns an open channel of the connection for one caller's use;
-// put it back with release, or drop it after a channel error.
-func (s *session) channel() (*amqp.Channel, error) {
+// channel returns an open channel of the connection for one request at a
+// time; put it back with release.
+func (s *session) channel() (*channel, error) {
 	s.mu.Lock()
-	if n := len(s.idle); n > 0 {
-		ch := s.idle[n-1]
-		s.idle = s.idle[:n-1]
-		s.mu.Unlock()
-		if !ch.IsClosed() {
-			return ch, nil
+	for len(s.idle) > 0 && s.cause == nil {
+		c := s.idle[len(s.idle)-1]
+		s.idle = s.idle[:len(s.idle)-1]
+		if !c.IsClosed() {
+			s.mu.Unlock()
+			return c, nil
 		}
-		return s.channel()
 	}
 	cause := s.cause
 	s.mu.Unlock()
 	if cause != nil {
 		return nil, cause
 	}
-	return s.conn.Channel()
+	ch, err := s.conn.Channel()
+	if err != nil {
+		return nil, err
+	}
+	return &channel{Channel: ch, closed: ch.NotifyClose(make(chan *amqp.Error, 1))}, nil
 }
 
 // release puts back a channel after a request. A channel the request's error
 // closed (the broker closes a channel on any error it answers) is dropped.
-func (s *session) release(ch *amqp.Channel) {
-	if ch.IsClosed() {
+func (s *session) release(c *channel) {
+	if c.IsClosed() {
 		return
 	}
 	s.mu.Lock()
 	if s.cause == nil {
-		s.idle = append(s.idle, ch)
+		s.idle = append(s.idle, c)
 	}
 	s.mu.Unlock()
 }

@@ -2,6 +2,7 @@ package amqpsem
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -173,10 +174,10 @@ func (u *Units) giveBack(ctx context.Context, op string, m int64) error {
 		slots := slices.Clone(u.slots[len(u.slots)-k:])
 		done := make(chan struct{})
 		u.releasing = done
+		s.wg.Add(1) // under mu, s.closed false: before Close's Wait
 		s.mu.Unlock()
 
 		result := make(chan error, 1)
-		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
 			err := s.giveBack(u.sess, slots)
@@ -218,8 +219,10 @@ func (u *Units) giveBack(ctx context.Context, op string, m int64) error {
 // error wrapping ErrLost if the units were lost or the holding connection
 // does not answer, and one wrapping ErrSlotRemoved naming the slots whose A
 // queue is gone (an administrator removed them: the holder keeps its B
-// queues, but should give the slots back). Units released or given back by
-// Close verify as nil with no slots.
+// queues, but should give the slots back). It works during a resource alarm:
+// the holding connection never publishes, so the broker does not block it.
+// Units released or given back by Close verify as nil with no slots. If ctx
+// ends first it returns ctx's error.
 func (u *Units) Verify(ctx context.Context) error {
 	s := u.s
 	s.mu.Lock()
@@ -233,30 +236,24 @@ func (u *Units) Verify(ctx context.Context) error {
 	default:
 		return nil
 	}
-	// The holding connection answers: the B queues are still ours.
-	ch, err := u.sess.channel()
-	if err == nil {
-		err = ch.Qos(0, 0, false)
-		u.sess.release(ch)
-	}
-	if err != nil {
-		if cause := u.sess.err(); cause != nil {
-			return s.fail(c, nil, cause.Error(), cause)
-		}
-		return s.brokerError(c, err)
-	}
-	exists, err := s.probe.exists(ctx, slotQueues(s.name, slots))
-	if err != nil {
-		return s.brokerError(c, err)
-	}
 	var removed []int
-	for i, ok := range exists {
-		if !ok {
-			removed = append(removed, slots[i])
-		}
-	}
-	if len(removed) > 0 {
+	err := s.onSession(ctx, func() error {
+		var err error
+		removed, err = s.checkSlots(u.sess, slots)
+		return err
+	})
+	switch {
+	case err == nil && len(removed) > 0:
 		return s.fail(c, nil, "slots "+slotList(removed)+" removed: "+ErrSlotRemoved.Error(), ErrSlotRemoved)
+	case err == nil:
+		return nil
+	case errors.Is(err, ErrClosed):
+		return nil // Close gave the slots back
+	case ctx.Err() != nil:
+		return s.fail(c, nil, "canceled before the broker answered: "+ctx.Err().Error(), ctx.Err())
 	}
-	return nil
+	if cause := u.sess.err(); cause != nil {
+		return s.fail(c, nil, cause.Error(), cause)
+	}
+	return s.brokerError(c, err)
 }

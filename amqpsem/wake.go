@@ -45,6 +45,7 @@ type waker struct {
 	mode  Wakeup        // guarded by mu: WakeEvents or WakePolling once resolved
 	live  bool          // guarded by mu: the consumer is subscribed now
 	start chan struct{} // guarded by mu: closed once the consumer's first subscription ended, well or not
+	done  bool          // guarded by mu: set by stop; no consumer starts after it
 	wg    sync.WaitGroup
 }
 
@@ -114,7 +115,7 @@ func (w *waker) notify() {
 // subscribed now (false: the waiter polls).
 func (w *waker) subscribe(ctx context.Context) bool {
 	w.mu.Lock()
-	if w.mode != WakeEvents {
+	if w.mode != WakeEvents || w.done {
 		w.mu.Unlock()
 		return false
 	}
@@ -221,8 +222,14 @@ func (w *waker) bind() (<-chan amqp.Delivery, *amqp.Channel, error) {
 	return deliveries, ch, nil
 }
 
-// wait returns when the consumer has stopped (after Close).
-func (w *waker) wait() { w.wg.Wait() }
+// stop returns when the consumer has stopped (after the handle's background
+// context ended and its probing connection closed); none starts after.
+func (w *waker) stop() {
+	w.mu.Lock()
+	w.done = true
+	w.mu.Unlock()
+	w.wg.Wait()
+}
 
 // modeNow returns the mode in use.
 func (w *waker) modeNow() (Wakeup, bool) {

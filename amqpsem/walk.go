@@ -2,8 +2,9 @@ package amqpsem
 
 import (
 	"context"
-	"fmt"
+	"errors"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -12,12 +13,15 @@ import (
 // The protocol's acquire, for n slots, in walk: probe the A and B queues of
 // slots 1, 2, ... until the first missing A queue (the capacity); declare the
 // exclusive B queue of each free slot in ascending order until n are held;
-// verify them; give them all back if fewer than n are free.
+// verify them (each A queue still exists, checked on the holding connection
+// after the declares); give them all back if fewer than n are free.
 //
 // Departures from the published steps, none visible to other clients:
 //   - The A and B queues of many slots are probed in one batch (one round
 //     trip), not one queue per round trip; the declares still go in
 //     ascending order, each after the probes that showed its slot free.
+//   - The last declare and the verification go out together on one channel
+//     (declareAndCheck): one round trip, the broker handling them in order.
 //   - On RESOURCE_LOCKED (another client declared the B queue between our
 //     probe and our declare: the broker closed our channel), the walk opens a
 //     new channel, pauses for a random skew and goes on with the next free
@@ -44,12 +48,18 @@ type walkResult struct {
 // back what it took and returns ctx's error; it never returns with a B queue
 // declared and not in its result.
 func (s *Semaphore) walk(ctx context.Context, sess *session, n int) walkResult {
-	var got []int
-	failed := 0 // RESOURCE_LOCKED answers
+	var got []int // declared on sess, in the order declared; verified only at the end
+	failed := 0   // RESOURCE_LOCKED answers
 	giveUp := func(r walkResult) walkResult {
 		s.giveBack(sess, got)
 		r.slots, r.ok = nil, false
 		return r
+	}
+	held := func(capacity int) walkResult {
+		if err := ctx.Err(); err != nil {
+			return giveUp(walkResult{err: err})
+		}
+		return walkResult{slots: got, ok: true, capacity: capacity}
 	}
 	for {
 		if err := ctx.Err(); err != nil {
@@ -59,10 +69,7 @@ func (s *Semaphore) walk(ctx context.Context, sess *session, n int) walkResult {
 		if err != nil {
 			return giveUp(walkResult{err: err})
 		}
-		if capacity < n {
-			return giveUp(walkResult{capacity: capacity})
-		}
-		if len(got)+len(free) < n {
+		if capacity < n || len(got)+len(free) < n {
 			return giveUp(walkResult{capacity: capacity})
 		}
 		for _, slot := range free {
@@ -78,12 +85,27 @@ func (s *Semaphore) walk(ctx context.Context, sess *session, n int) walkResult {
 			if s.beforeDeclare != nil {
 				s.beforeDeclare(slot)
 			}
-			err := s.declareHold(sess, slot)
+			last := len(got) == n-1
+			if last {
+				err = s.declareAndCheck(sess, slot, append(slices.Clone(got), slot))
+			} else {
+				err = s.declareHold(sess, slot)
+			}
 			switch {
+			case err == nil && last:
+				got = append(got, slot)
+				return held(capacity)
 			case err == nil:
 				got = append(got, slot)
-				continue
 			case isCode(err, amqp.ResourceLocked):
+				if last {
+					// The answer may have been a check's: make sure the B
+					// queue is not this connection's before counting it another's.
+					if err := s.dropHold(sess, slot); err != nil {
+						s.giveBack(sess, []int{slot})
+						return giveUp(walkResult{err: err})
+					}
+				}
 				s.unreserve(sess, []int{slot})
 				s.mu.Lock()
 				s.lockedRetries++
@@ -97,37 +119,24 @@ func (s *Semaphore) walk(ctx context.Context, sess *session, n int) walkResult {
 				if err := s.skew(ctx); err != nil {
 					return giveUp(walkResult{err: err})
 				}
-				continue
+			case errors.Is(err, errGone):
+				// Declared, and some of the slots taken were removed meanwhile.
+				got = append(got, slot)
+				removed, err := s.checkSlots(sess, got)
+				if err != nil {
+					return giveUp(walkResult{err: err})
+				}
+				s.giveBack(sess, removed)
+				got = slices.DeleteFunc(got, func(sl int) bool { return slices.Contains(removed, sl) })
+				if len(got) == n {
+					return held(capacity) // checked one by one just now
+				}
 			default:
 				s.giveBack(sess, []int{slot})
 				return giveUp(walkResult{err: err})
 			}
 		}
-		if len(got) < n {
-			continue // the free slots seen ran out: probe again from slot 1
-		}
-		// Verify, as the protocol recommends: each slot's A queue still exists.
-		exists, err := s.probe.exists(ctx, slotQueues(s.name, got))
-		if err != nil {
-			return giveUp(walkResult{err: err})
-		}
-		var removed []int
-		kept := got[:0:0]
-		for i, sl := range got {
-			if exists[i] {
-				kept = append(kept, sl)
-			} else {
-				removed = append(removed, sl)
-			}
-		}
-		if len(removed) == 0 {
-			if err := ctx.Err(); err != nil {
-				return giveUp(walkResult{err: err})
-			}
-			return walkResult{slots: got, ok: true, capacity: capacity}
-		}
-		s.giveBack(sess, removed)
-		got = kept
+		// The free slots seen ran out: probe again from slot 1.
 	}
 }
 
@@ -167,51 +176,6 @@ func (s *Semaphore) scan(ctx context.Context, sess *session) (capacity int, free
 	}
 }
 
-// declareHold declares slot's B queue, exclusive to sess's connection.
-func (s *Semaphore) declareHold(sess *session, slot int) error {
-	ch, err := sess.channel()
-	if err != nil {
-		return err
-	}
-	_, err = ch.QueueDeclare(holdQueue(s.name, slot), false, false, true, false, nil)
-	sess.release(ch)
-	return err
-}
-
-// giveBack deletes the B queues of slots on sess, then frees their
-// reservations. If the session is gone the broker dropped them with it.
-func (s *Semaphore) giveBack(sess *session, slots []int) error {
-	if len(slots) == 0 {
-		return nil
-	}
-	var first error
-	for _, sl := range slots {
-		if sess.err() != nil {
-			break
-		}
-		ch, err := sess.channel()
-		if err == nil {
-			_, err = ch.QueueDelete(holdQueue(s.name, sl), false, false, false)
-			sess.release(ch)
-		}
-		if err != nil && first == nil {
-			first = err
-		}
-	}
-	if first != nil && sess.err() == nil {
-		// A B queue this connection owns could not be deleted: close the
-		// connection, which makes the broker drop it, rather than leave a
-		// slot held by nobody. Its other holders are told (Lost).
-		sess.fail(fmt.Errorf("could not delete a holder queue (%v); closed the connection so that the broker drops it: %w", first, ErrLost))
-	}
-	if cause := sess.err(); cause != nil {
-		first = cause
-	}
-	s.unreserve(sess, slots)
-	s.wake.notify()
-	return first
-}
-
 // skew pauses for a random time up to cfg.skew, or until ctx ends.
 func (s *Semaphore) skew(ctx context.Context) error {
 	if s.cfg.skew <= 0 {
@@ -225,14 +189,6 @@ func (s *Semaphore) skew(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-}
-
-func slotQueues(name string, slots []int) []string {
-	qs := make([]string, len(slots))
-	for i, sl := range slots {
-		qs[i] = slotQueue(name, sl)
-	}
-	return qs
 }
 
 func holdQueues(name string, slots []int) []string {
