@@ -97,7 +97,7 @@ func (s *Semaphore) Acquire(ctx context.Context, n int64) (*Units, error) {
 		return nil, s.waitError(ctx, c, start)
 	}
 	defer s.turn.Release(1)
-	backoff := pollMin
+	backoff := s.cfg.pollMin
 	for {
 		sub := s.wake.subscribe(ctx)
 		gen := s.wake.current()
@@ -115,12 +115,12 @@ func (s *Semaphore) Acquire(ctx context.Context, n int64) (*Units, error) {
 		wait := eventsSafetyPoll
 		if !sub || err != nil && !errors.Is(err, ErrContended) {
 			wait = jitter(backoff)
-			backoff = min(2*backoff, pollMax)
+			backoff = min(2*backoff, s.cfg.pollMax)
 		}
 		t := time.NewTimer(wait)
 		select {
 		case <-gen:
-			backoff = pollMin
+			backoff = s.cfg.pollMin
 		case <-t.C:
 		case <-ctx.Done():
 		case <-s.brokenCh:
@@ -199,6 +199,9 @@ func (s *Semaphore) attempt(ctx context.Context, c call, n int, start time.Time)
 	}
 	stop()
 	cancel()
+	s.mu.Lock()
+	s.walks++
+	s.mu.Unlock()
 	if r.err != nil {
 		return nil, r, s.attemptError(ctx, c, start, r.err)
 	}

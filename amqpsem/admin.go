@@ -68,7 +68,7 @@ func (s *Semaphore) adminError(ctx context.Context, c call, err error) error {
 // client holds it (RESOURCE_LOCKED) it tries again after a backoff until ctx
 // ends.
 func (s *Semaphore) lockAdmin(ctx context.Context, sess *session) error {
-	backoff := pollMin
+	backoff := s.cfg.pollMin
 	for {
 		ch, err := sess.channel()
 		if err != nil {
@@ -86,7 +86,7 @@ func (s *Semaphore) lockAdmin(ctx context.Context, sess *session) error {
 			t.Stop()
 			return fmt.Errorf("the administration mutex queue %s is held by another client: %w", strconv.Quote(mutexQueue(s.name)), ctx.Err())
 		}
-		backoff = min(2*backoff, pollMax)
+		backoff = min(2*backoff, s.cfg.pollMax)
 	}
 }
 
@@ -281,7 +281,7 @@ func (s *Semaphore) removeFrom(slots, keep int) []int {
 func (s *Semaphore) WaitReleased(ctx context.Context, slots []int) error {
 	slots = slices.Clone(slots)
 	c := opCall("wait for the holders of slots " + slotList(slots))
-	backoff := pollMin
+	backoff := s.cfg.pollMin
 	start := time.Now()
 	for {
 		if s.isClosed() {
@@ -312,7 +312,7 @@ func (s *Semaphore) WaitReleased(ctx context.Context, slots []int) error {
 		wait := eventsSafetyPoll
 		if !sub {
 			wait = jitter(backoff)
-			backoff = min(2*backoff, pollMax)
+			backoff = min(2*backoff, s.cfg.pollMax)
 		}
 		t := time.NewTimer(wait)
 		select {

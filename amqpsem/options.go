@@ -43,6 +43,9 @@ type config struct {
 	skew      time.Duration // the bound of the random pause between attempts
 	overshoot int           // A queues past the maximum that administration deletes
 	wakeup    Wakeup
+	// A waiter without events walks again after a backoff from pollMin,
+	// doubling to pollMax (pollMin and pollMax in New; tests set others).
+	pollMin, pollMax time.Duration
 }
 
 func defaultConfig() config {
@@ -52,6 +55,8 @@ func defaultConfig() config {
 		attempts:  5,
 		skew:      20 * time.Millisecond,
 		overshoot: 8,
+		pollMin:   pollMin,
+		pollMax:   pollMax,
 	}
 }
 

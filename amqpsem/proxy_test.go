@@ -1,11 +1,12 @@
 package amqpsem
 
 import (
-	"io"
+	"bytes"
 	"net"
 	"net/url"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -20,11 +21,14 @@ type proxy struct {
 	target string
 	wg     sync.WaitGroup
 
-	mu    sync.Mutex
-	up    chan struct{} // closed while client-to-server traffic flows
-	down  chan struct{} // closed while server-to-client traffic flows
-	conns map[net.Conn]struct{}
-	done  bool
+	mu     sync.Mutex
+	up     chan struct{} // closed while client-to-server traffic flows
+	down   chan struct{} // closed while server-to-client traffic flows
+	conns  map[net.Conn]struct{}
+	done   bool
+	lastUp time.Time     // when the last client-to-server bytes were written to the server
+	cutOn  []byte        // cut both ways right after forwarding server-to-client bytes that hold it
+	cut    chan struct{} // closed when cutOn was seen and the cut made
 }
 
 func newProxy(t testing.TB, endpoint string) *proxy {
@@ -68,19 +72,14 @@ func (p *proxy) accept() {
 		p.conns[c], p.conns[s] = struct{}{}, struct{}{}
 		p.mu.Unlock()
 		p.wg.Add(2)
-		go p.pipe(s, c, func() chan struct{} { return p.gate(&p.up) })
-		go p.pipe(c, s, func() chan struct{} { return p.gate(&p.down) })
+		go p.pipe(s, c, true)
+		go p.pipe(c, s, false)
 	}
 }
 
-func (p *proxy) gate(ch *chan struct{}) chan struct{} {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return *ch
-}
-
-// pipe copies src to dst, waiting at the gate before each write.
-func (p *proxy) pipe(dst, src net.Conn, gate func() chan struct{}) {
+// pipe copies src to dst, waiting at the gate of its direction before each
+// write.
+func (p *proxy) pipe(dst, src net.Conn, up bool) {
 	defer p.wg.Done()
 	defer dst.Close()
 	defer src.Close()
@@ -88,30 +87,54 @@ func (p *proxy) pipe(dst, src net.Conn, gate func() chan struct{}) {
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
-			<-gate()
+			p.mu.Lock()
+			gate := p.down
+			if up {
+				gate = p.up
+			}
+			p.mu.Unlock()
+			<-gate
 			if _, werr := dst.Write(buf[:n]); werr != nil {
 				return
 			}
+			p.mu.Lock()
+			if up {
+				p.lastUp = time.Now()
+			} else if p.cutOn != nil && bytes.Contains(buf[:n], p.cutOn) {
+				p.cutOn = nil
+				p.up, p.down = make(chan struct{}), make(chan struct{})
+				close(p.cut)
+			}
+			p.mu.Unlock()
 		}
 		if err != nil {
-			if err != io.EOF {
-				return
-			}
 			return
 		}
 	}
 }
 
-// hold stops forwarding: client-to-server if up, server-to-client if down.
-func (p *proxy) hold(up, down bool) {
+// qosOK is the end of a basic.qos-ok frame: payload size 4, class 60, method
+// 11, frame end. The holding connection's pings are the only basic.qos.
+var qosOK = []byte{0, 0, 0, 4, 0, 60, 0, 11, 0xCE}
+
+// cutAfterPing cuts both directions right after the next answer to a ping
+// reaches the client, and returns when it has, with the time the server last
+// received bytes from the client: the broker cannot close the connection for
+// silence until a heartbeat timeout after it.
+func (p *proxy) cutAfterPing(t testing.TB) (lastUp time.Time) {
+	t.Helper()
+	p.mu.Lock()
+	p.cutOn, p.cut = qosOK, make(chan struct{})
+	cut := p.cut
+	p.mu.Unlock()
+	select {
+	case <-cut:
+	case <-time.After(time.Minute):
+		t.Fatal("no ping answer went through the proxy")
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if up {
-		p.up = make(chan struct{})
-	}
-	if down {
-		p.down = make(chan struct{})
-	}
+	return p.lastUp
 }
 
 // release resumes forwarding in both directions.

@@ -54,7 +54,7 @@ type Semaphore struct {
 
 // counters are a handle's counts since New, for Stats.
 type counters struct {
-	acquired, timedOut, cancelled, contended, lockedRetries, lost int64
+	acquired, timedOut, cancelled, contended, lockedRetries, lost, walks int64
 }
 
 // New returns a handle on the semaphore name at the broker url

@@ -26,6 +26,7 @@ type Stats struct {
 	Contended     int64 // walks that gave up after their RESOURCE_LOCKED attempts (ErrContended)
 	LockedRetries int64 // RESOURCE_LOCKED answers: another client declared the slot first
 	Lost          int64 // Units lost with their connection
+	Walks         int64 // walks of the slots (the protocol's acquire), granted or not
 }
 
 // Stats probes the semaphore's A and B queues (one or a few round trips) and
@@ -68,6 +69,6 @@ func (s *Semaphore) Stats(ctx context.Context) (Stats, error) {
 	st.Waiting = s.waiting
 	st.Broken, st.Reason = s.broken, s.reason
 	st.Acquired, st.TimedOut, st.Cancelled = s.acquired, s.timedOut, s.cancelled
-	st.Contended, st.LockedRetries, st.Lost = s.contended, s.lockedRetries, s.lost
+	st.Contended, st.LockedRetries, st.Lost, st.Walks = s.contended, s.lockedRetries, s.lost, s.walks
 	return st, nil
 }
