@@ -460,3 +460,29 @@ func waitWaiting(t testing.TB, s *Semaphore, n int) {
 	}, 30*time.Second, 5*time.Millisecond, "waiting for %d waiters", n)
 	time.Sleep(0) // the waiters are in Acquire; the last one may still be walking
 }
+
+// A holder whose connection closes (the broker closed it, or the network
+// reset it) is told at once, not a heartbeat timeout later: the broker drops
+// its B queues as the connection closes.
+func TestLost_ClosesAsTheHoldingConnectionCloses(t *testing.T) {
+	b := broker(t)
+	name := testName(t)
+	px := newProxy(t, b.URL)
+	s := newSem(t, px.url(), name, WithSlots(1), WithHeartbeat(10*time.Second))
+	ctx := testCtx(t, time.Minute)
+	u, err := s.Acquire(ctx, 1)
+	require.NoError(t, err)
+	px.dropConns()
+	dropped := time.Now()
+	select {
+	case <-u.Lost():
+		t.Logf("Lost closed %v after the connection was reset", time.Since(dropped).Round(time.Millisecond))
+	case <-time.After(5 * time.Second):
+		t.Fatal("Lost did not close with the connection: it waited for the heartbeat timeout")
+	}
+	assert.ErrorIs(t, u.Err(), ErrLost)
+	assert.ErrorContains(t, u.Err(), "connection closed")
+	v, err := s.Acquire(ctx, 1)
+	require.NoError(t, err, "the handle dials again through the proxy; the broker dropped the B queue")
+	require.NoError(t, v.Release(ctx))
+}
