@@ -159,6 +159,9 @@ func (s *Semaphore) giveBack(sess *session, slots []int) error {
 	if cause := sess.err(); cause != nil {
 		err = cause
 	}
+	if s.afterDelete != nil {
+		s.afterDelete(slots)
+	}
 	s.unreserve(sess, slots)
 	s.wake.notify()
 	return err

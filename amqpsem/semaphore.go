@@ -36,7 +36,8 @@ type Semaphore struct {
 	stopBg context.CancelFunc
 	wg     sync.WaitGroup // walks, give-backs and holding-connection requests in flight (spawn)
 
-	beforeDeclare func(slot int) // tests: runs before each B queue declare
+	beforeDeclare func(slot int)    // tests: runs before each B queue declare
+	afterDelete   func(slots []int) // tests: runs when a give-back's deletions are confirmed, before their slots are free for this handle again
 
 	mu       sync.Mutex
 	closed   bool                // guarded by mu; terminal

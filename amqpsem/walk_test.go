@@ -2,6 +2,7 @@ package amqpsem
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -165,4 +166,37 @@ func TestAdmin_RemovesSlotsFromTheTopDown(t *testing.T) {
 		}
 	}
 	assert.Equal(t, []int{5, 4, 3, 2, 1}, deleted, "the broker deleted the A queues in this order")
+}
+
+// A handle does not declare a B queue it is giving back until the broker has
+// confirmed the deletion: its connection owns the queue, and a declare that
+// overtook the deletion would be answered declare-ok and then deleted under
+// its new holder. Here a try runs when the deletion is done at the broker
+// but not yet seen by the handle.
+func TestWalk_ASlotBeingGivenBackIsNotRetakenByItsHandle(t *testing.T) {
+	b := broker(t)
+	name := testName(t)
+	s := newSem(t, b.URL, name, WithSlots(1))
+	ctx := testCtx(t, time.Minute)
+	u, err := s.Acquire(ctx, 1)
+	require.NoError(t, err)
+	tried := make(chan bool, 1)
+	var fired atomic.Bool
+	s.afterDelete = func([]int) {
+		if fired.Swap(true) {
+			return // the release below, if the try took the slot
+		}
+		v, ok, err := s.TryAcquire(ctx, 1)
+		assert.NoError(t, err)
+		tried <- ok
+		if ok {
+			assert.NoError(t, v.Release(ctx))
+		}
+	}
+	require.NoError(t, u.Release(ctx))
+	s.afterDelete = nil
+	assert.False(t, <-tried, "the slot was declared again while its deletion was unconfirmed")
+	v, err := s.Acquire(ctx, 1)
+	require.NoError(t, err, "free once the deletion is confirmed")
+	require.NoError(t, v.Release(ctx))
 }
