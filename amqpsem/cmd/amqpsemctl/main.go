@@ -12,7 +12,8 @@
 // Every change is made under the semaphore's administration mutex, in the
 // protocol's order. The command checks every argument, the name included,
 // before it connects; a bad one, or a failure, is one line on stderr and exit
-// status 1. It starts nothing: without -url it fails.
+// status 1. Output names the semaphore quoted, as Go quotes strings. It starts
+// nothing: without -url it fails.
 package main
 
 import (
@@ -146,18 +147,18 @@ func run(ctx context.Context, out io.Writer, args []string) error {
 			return err
 		}
 		if n > 0 {
-			return fmt.Errorf("create: %q already has %d slots: use add, remove or resize", c.name, n)
+			return fmt.Errorf("create: %q already has %s: use add, remove or resize", c.name, slotCount(n))
 		}
 		if _, err := s.Resize(ctx, c.n); err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "%s: created with %d slots\n", c.name, c.n)
+		fmt.Fprintf(out, "%q: created with %s\n", c.name, slotCount(c.n))
 	case "add":
 		n, err := s.AddSlots(ctx, c.n)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "%s: %d slots\n", c.name, n)
+		fmt.Fprintf(out, "%q: %s\n", c.name, slotCount(n))
 	case "remove", "resize", "destroy":
 		var removed []int
 		switch c.verb {
@@ -175,16 +176,16 @@ func run(ctx context.Context, out io.Writer, args []string) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "%s: %d slots", c.name, n)
+		fmt.Fprintf(out, "%q: %s", c.name, slotCount(n))
 		if len(removed) > 0 {
-			fmt.Fprintf(out, "; removed %s (holders keep them until they release: amqpsemctl wait %s %s)", join(removed), strconv.Quote(c.name), join(removed))
+			fmt.Fprintf(out, "; removed %s (holders keep them until they release: amqpsemctl -url URL wait %s %s)", join(removed), shellQuote(c.name), join(removed))
 		}
 		fmt.Fprintln(out)
 	case "wait":
 		if err := s.WaitReleased(ctx, c.slots); err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "%s: no client holds slots %s\n", c.name, join(c.slots))
+		fmt.Fprintf(out, "%q: no client holds slots %s\n", c.name, join(c.slots))
 	}
 	return nil
 }
@@ -194,7 +195,7 @@ func status(ctx context.Context, out io.Writer, s *amqpsem.Semaphore) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "%s: %d slots, %d held\n", s.Name(), st.Slots, st.Held)
+	fmt.Fprintf(out, "%q: %s, %d held\n", s.Name(), slotCount(st.Slots), st.Held)
 	var free, held, removed []int
 	isHeld := map[int]bool{}
 	for _, sl := range st.Holders {
@@ -215,6 +216,19 @@ func status(ctx context.Context, out io.Writer, s *amqpsem.Semaphore) error {
 		fmt.Fprintf(out, "removed but still held: %s\n", join(removed))
 	}
 	return nil
+}
+
+// shellQuote quotes s for a POSIX shell: in single quotes, each single quote
+// in s closing the quotes, escaped, and opening them again.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+func slotCount(n int) string {
+	if n == 1 {
+		return "1 slot"
+	}
+	return strconv.Itoa(n) + " slots"
 }
 
 func join(slots []int) string {
