@@ -95,6 +95,13 @@ func broker(t testing.TB) *amqptest.Broker {
 	return sharedBroker
 }
 
+// SharedBrokerURL returns the URL of the broker the package's tests share,
+// starting it if needed: for the examples' test, in package amqpsem_test.
+func SharedBrokerURL(t testing.TB) string {
+	t.Helper()
+	return broker(t).URL
+}
+
 // readOnlyUser, of the shared broker, may not configure (declare) anything.
 var readOnlyUser = amqptest.User{Name: "amqpsem-ro", Password: "ro", Configure: "^$", Write: ".*", Read: ".*"}
 
