@@ -70,7 +70,10 @@ type Limiter struct {
 }
 
 // An Estimator is an Algorithm that also estimates the backend's capacity, in
-// units; Capacity is one. A Limiter reports the estimate in Stats.
+// units; Capacity is one. A Limiter reports the estimate in Stats. An estimate
+// is bounded by the load seen: while the load puts fewer units in flight than
+// the backend could serve, it tells what the load used, not what the backend
+// could take.
 type Estimator interface {
 	Estimate() int // 0 while unknown
 }
