@@ -15,8 +15,8 @@ type CapacityConfig struct {
 	// where the typical round trip is Headroom/3 above its no-load value; a
 	// reading whose fastest call queued Headroom past it is overloaded, one
 	// whose typical or fastest call queued Headroom/4 is near capacity; the
-	// limit grows by Headroom/4, Headroom/2, Headroom, then twice as much
-	// each time while callers wait and the backend does not queue; and,
+	// limit grows by Headroom/4, Headroom/2, Headroom, then twice Headroom
+	// while callers wait and the backend does not queue; and,
 	// while nobody waits, it comes down to 1+2 Headroom times the most in
 	// flight. In (0, 1], default 0.25.
 	Headroom float64
@@ -60,9 +60,10 @@ type CapacityConfig struct {
 //     but most did (a FIFO backend at its capacity): half the way to the
 //     estimate times a margin that shrinks as the queue grows, however many
 //     callers wait.
-//   - room, when callers waited and nothing queued: up by a quarter of
-//     Headroom, half of it, all of it, then twice as much in each next
-//     reading in a row, up to the callers that waited and to doubling.
+//   - room, when callers waited and nothing queued: up from what was in
+//     flight by a quarter of Headroom, half of it, all of it, then by twice
+//     Headroom (or by the callers that waited, if fewer) in each next reading
+//     in a row.
 //   - idle, when nobody waited: down to 1+2 Headroom times the most in flight.
 //   - probing, after ProbeInterval without a reading near the no-load round
 //     trip: down to half the estimate, below the capacity, until a reading
@@ -82,6 +83,7 @@ type Capacity struct {
 	limit   float64       // in [MinLimit, MaxLimit]; Limit is its floor
 	phase   phase         // what the last reading found
 	streak  int           // readings in a row in phase
+	grown   int           // readings in a row in room that raised the limit
 	noLoad  time.Duration // the no-load round trip; 0 unknown
 	est     float64       // the last reading's estimate of the capacity, in units; 0 before
 	prev    Sample        // the last reading's windows
@@ -89,7 +91,6 @@ type Capacity struct {
 	clean   time.Time     // when a reading last found the fastest call near the no-load round trip: the probe's clock
 	resume  float64       // while probing: the limit to go back to
 	calm    float64       // the limit before the last overloaded streak began
-	grew    float64       // the load a reading needs to show the last growth taken up; 0 once it came down or a reading held for it
 
 	last        time.Time // when the last window closed
 	pending     Sample    // the windows since the last reading, granted after the last change, merged; Count 0 if none
@@ -219,7 +220,7 @@ func (c *Capacity) enter(p phase) phase {
 	if p == c.phase {
 		c.streak++
 	} else {
-		c.phase, c.streak = p, 1
+		c.phase, c.streak, c.grown = p, 1, 0
 	}
 	return p
 }
@@ -230,9 +231,6 @@ func (c *Capacity) set(now time.Time, next float64) {
 	if floorLimit(next) != c.Limit() {
 		c.changed = now
 		c.pending = Sample{} // granted under the old limit
-	}
-	if next < c.limit {
-		c.grew = 0
 	}
 	c.limit = next
 }

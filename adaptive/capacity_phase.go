@@ -72,16 +72,14 @@ func (c *Capacity) phaseOf(w reading) phase {
 }
 
 // starting grows the limit by the callers that waited, up to doubling, while
-// it knows nothing of the capacity; with nobody waiting it comes down as idle
-// does.
+// it knows nothing of the capacity: from the limit, which they found reached,
+// not from the load, which may still be coming. With nobody waiting it comes
+// down as idle does.
 func (c *Capacity) starting(w reading) float64 {
 	if w.s.Waited == 0 {
 		return c.idle(w)
 	}
-	if c.holdForGrowth(w) {
-		return c.limit
-	}
-	return c.grow(w, math.Min(1, float64(w.s.Waited)/c.limit))
+	return math.Max(w.target, c.limit*(1+math.Min(1, float64(w.s.Waited)/c.limit)))
 }
 
 // overloaded cuts the limit to the target, by a quarter at most in the first
@@ -109,21 +107,30 @@ func (c *Capacity) nearCapacity(w reading) float64 {
 }
 
 // room grows the limit gently at first (it may sit just under the capacity),
-// then faster for each reading in a row that still finds room: by
-// Headroom/4, Headroom/2, Headroom, then twice as much each time, up to the
-// callers that waited (but Headroom at least) and up to doubling, so that it
-// climbs fast after the capacity rose without leaping far past it.
+// then faster for each reading in a row that still finds room. The reading
+// found room at the load it had, not at a limit the load did not fill, so the
+// growth is from the load: by Headroom/4, Headroom/2, Headroom, then by twice
+// Headroom (or by the callers that waited, if fewer) in each next reading in a
+// row; a limit above that stays. And the limit moves by Headroom/4 at most
+// past itself twice, then twice as much for each next growth in a row:
+// readings of a load below the limit (callers shed from the queue, calls of
+// many units) quicken the steps but not the first moves, so that the limit
+// climbs fast after the capacity rose without leaping past it when it sits
+// just above.
 func (c *Capacity) room(w reading) float64 {
-	if c.holdForGrowth(w) {
-		c.streak-- // a held reading does not count as a step
-		return c.limit
-	}
 	h := c.cfg.Headroom
-	step := h / 4 * math.Exp2(float64(min(c.streak, 10)-1))
+	step := h / 4 * math.Exp2(float64(min(c.streak, 4)-1))
 	if c.streak > 3 {
-		step = min(step, max(h, float64(w.s.Waited)/c.limit), 1)
+		step = min(step, max(h, float64(w.s.Waited)/c.limit))
 	}
-	return c.grow(w, step)
+	move := h / 4 * math.Exp2(float64(min(max(c.grown-1, 0), 3)))
+	next := math.Max(c.limit, math.Min(math.Max(w.target, w.load*(1+step)), c.limit*(1+move)))
+	if next > c.limit {
+		c.grown++
+	} else {
+		c.grown = 0
+	}
+	return next
 }
 
 // idle comes down to what the load needs, with room for bursts: 1+2 Headroom
@@ -131,24 +138,4 @@ func (c *Capacity) room(w reading) float64 {
 // sudden loss of capacity meets a limit close to it.
 func (c *Capacity) idle(w reading) float64 {
 	return math.Max(w.target, float64(w.s.InFlight)*(1+2*c.cfg.Headroom))
-}
-
-// holdForGrowth reports whether the reading's calls were granted at less than
-// half the last growth above the load of the reading that made it: the
-// growth is not taken up yet, and the reading tells nothing of it. It holds
-// once: calls of more units than the growth never take it up.
-func (c *Capacity) holdForGrowth(w reading) bool {
-	if w.load < c.grew {
-		c.grew = 0
-		return true
-	}
-	return false
-}
-
-// grow returns the limit grown by step (a fraction of it), and notes the load
-// that shows the growth taken up.
-func (c *Capacity) grow(w reading, step float64) float64 {
-	next := math.Max(w.target, c.limit*(1+step))
-	c.grew = w.load + (next-c.limit)/2
-	return next
 }

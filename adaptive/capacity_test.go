@@ -161,10 +161,11 @@ func TestCapacity_AFIFOBackendJustPastItsCapacityIsNearCapacityNotRoom(t *testin
 	assert.Equal(t, 8, c.Estimate())
 }
 
-// Room: the limit grows by a quarter of Headroom, half of it, all of it, then
-// twice as much in each next window in a row that finds room, up to the
-// callers that waited and up to doubling: the capacity rose far above it.
-func TestCapacity_RoomGrowsByAQuarterHalfAllOfHeadroomThenTwiceAsMuchEachTime(t *testing.T) {
+// Room: the limit grows from what was in flight by a quarter of Headroom, half
+// of it, all of it, then by twice Headroom in each next window in a row that
+// finds room (by the callers that waited, if fewer): the capacity rose far
+// above it.
+func TestCapacity_RoomGrowsByAQuarterHalfAllOfHeadroomThenTwiceHeadroom(t *testing.T) {
 	c := adaptive.NewCapacity(adaptive.CapacityConfig{InitialLimit: 10, ProbeInterval: -1})
 	// A window at the no-load round trip, then one past the capacity (the
 	// limit stays: it is near the estimate): starting is over.
@@ -174,21 +175,35 @@ func TestCapacity_RoomGrowsByAQuarterHalfAllOfHeadroomThenTwiceAsMuchEachTime(t 
 	for i := range 6 {
 		limits = append(limits, c.Update(window(time.Duration(1+i)*time.Second, c.Limit(), ms20, 5*(i+1))))
 	}
-	// The estimate of 10 with its margin, 11.25 (more than a quarter of
-	// Headroom); x1.125 = 12.7; x1.25 = 15.8; x1.5 = 23.7; x2 (the 25 callers
-	// that waited are more than the limit) = 47.5; x(1+30/47.5) = 77.5.
-	assert.Equal(t, []int{11, 12, 15, 23, 47, 77}, limits, "by a quarter of Headroom, half, all of it, then twice as much each time, up to the callers that waited")
+	// From what was in flight, the limit of the window before, and by
+	// Headroom/4 at most past the limit twice, then twice as much each time:
+	// 10.6; 11.3 (10 x1.125, but 10.6 x1.0625); 12.7 (11 x1.25, but 11.3
+	// x1.125); 15.9 (12 x1.5, but 12.7 x1.25); 22.5 (15 x1.5); 33 (22 x1.5).
+	assert.Equal(t, []int{10, 11, 12, 15, 22, 33}, limits, "by a quarter of Headroom, half, all of it, then twice Headroom")
+	limits = limits[:0]
+	for i := range 2 { // few callers wait: by them, Headroom at least
+		limits = append(limits, c.Update(window(time.Duration(7+i)*time.Second, c.Limit(), ms20, 15-10*i)))
+	}
+	assert.Equal(t, []int{48, 60}, limits, "33 x(1+15/33.75); 48 x1.25")
 }
 
-// Room: a window whose calls were granted before a growth was taken up (fewer
-// units in flight than the growth allows) holds the limit, once: it tells
-// nothing of the grown limit, and growing again on it would overshoot.
-func TestCapacity_RoomWaitsForTheLastGrowthToBeTakenUpBeforeGrowingAgain(t *testing.T) {
+// Room: growth is from what was in flight, which the window found room at, not
+// from a limit the load did not fill; and the limit moves by a quarter of
+// Headroom at most past itself twice, then twice as much for each growth in a
+// row, however quick the steps from the load have become.
+func TestCapacity_RoomGrowsFromWhatWasInFlightAndMovesGentlyAtFirst(t *testing.T) {
 	c := adaptive.NewCapacity(adaptive.CapacityConfig{ProbeInterval: -1})
-	require.Equal(t, 25, c.Update(window(1*time.Second, 20, ms20, 5)), "room at 20, 5 callers waited: grow")
-	assert.Equal(t, 25, c.Update(window(2*time.Second, 20, ms20, 5)), "the growth not taken up: hold")
-	assert.Equal(t, 30, c.Update(window(3*time.Second, 20, ms20, 5)), "a second such window: grow (calls larger than the growth never take it up)")
-	assert.Equal(t, 35, c.Update(window(4*time.Second, 25, ms20, 5)), "taken up: grow at once")
+	require.Equal(t, 20, c.Update(window(0, 20, ms20, 0)))
+	require.Equal(t, 20, c.Update(window(time.Second/2, 20, ms20*107/100, 1)), "a queue: near capacity, starting is over")
+	limits := []int{
+		c.Update(window(1*time.Second, 16, ms20, 5)), // 16 x1.0625
+		c.Update(window(2*time.Second, 16, ms20, 5)), // 16 x1.125
+		c.Update(window(3*time.Second, 16, ms20, 5)), // 16 x1.25
+		c.Update(window(4*time.Second, 20, ms20, 5)), // 20 x1.25, but 20.2 x1.0625 at most
+		c.Update(window(5*time.Second, 21, ms20, 5)), // 21 x1.25, but 21.4 x1.0625 at most
+		c.Update(window(6*time.Second, 22, ms20, 5)), // 22 x1.25, but 22.8 x1.125 at most
+	}
+	assert.Equal(t, []int{20, 20, 20, 21, 22, 25}, limits)
 }
 
 // Idle: while nobody waits the load bounds what is in flight: the limit
@@ -268,7 +283,7 @@ func TestCapacity_ProbingKeepsTheNoLoadRoundTripOfABackendAtItsCapacity(t *testi
 func TestCapacity_KeepsItsNoLoadRoundTripUnderSustainedOverload(t *testing.T) {
 	at := t0
 	c := adaptive.NewCapacity(adaptive.CapacityConfig{})
-	within(t, feed(c, thrashing{40, ms20, 0.5}, 1000, 5000, &at)[10:], 40, 50)
+	within(t, feed(c, thrashing{40, ms20, 0.5}, 1000, 5000, &at)[20:], 38, 50)
 	assert.Equal(t, ms20, c.NoLoadRTT())
 }
 
