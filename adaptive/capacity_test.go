@@ -444,3 +444,28 @@ func TestNewCapacity_DefaultsAndPanicsOnInvalid(t *testing.T) {
 		assert.Panics(t, f, name)
 	}
 }
+
+// A reading is a round trip of windows: behind 32 slots that free together,
+// windows of ten calls that all found a slot alternate with windows of ten
+// that all queued, together as slow as the queue of the units in flight past
+// 32. Taken one at a time, the lucky ones would read as room and grow the
+// limit past the capacity; taken a round trip at a time, they read as the
+// queue they are part of.
+func TestCapacity_ReadsARoundTripOfWindowsAtATime(t *testing.T) {
+	c := adaptive.NewCapacity(adaptive.CapacityConfig{InitialLimit: 36, ProbeInterval: -1})
+	require.Equal(t, 36, c.Update(window(0, 30, ms20, 0)), "no queue, nobody waits")
+	require.Equal(t, 36, c.Update(window(time.Second/2, 36, ms20*107/100, 50)), "a queue: near capacity, starting is over")
+	at := time.Second/2 + 2*time.Millisecond
+	for i := range 400 {
+		in := c.Limit()
+		s := window(at, in, ms20, 50)
+		if r := max(1, float64(in)/32); i%2 == 1 {
+			// Together with the lucky window, a typical round trip of r.
+			s = window(at, in, time.Duration(float64(ms20)*r/(2-r)), 50)
+			s.MinRTT = min(s.RTT, ms20*11/10)
+		}
+		require.LessOrEqual(t, c.Update(s), 36, "window %d", i)
+		at += 2 * time.Millisecond
+	}
+	assert.LessOrEqual(t, c.Limit(), 35, "near capacity, down toward the estimate")
+}
