@@ -73,6 +73,19 @@ func TestCapacity_EachWindowPutsTheRuleInThePhaseItShows(t *testing.T) {
 		assert.Equal(t, nearCapacity, c.phase)
 		assert.Equal(t, base, c.noLoad)
 	})
+
+	t.Run("probing: a reading under the probe clearly slower than the no-load round trip is the no-load round trip now", func(t *testing.T) {
+		c := NewCapacity(CapacityConfig{ProbeInterval: time.Second})
+		c.noLoad, c.phase, c.streak, c.clean, c.est, c.calm = base, nearCapacity, 1, at, 16, 30
+		s := win(2, 2, 10) // the backend got twice as slow
+		s.Time = at.Add(time.Second)
+		require.Equal(t, 8, c.Update(s))
+		require.Equal(t, probing, c.phase)
+		s = win(2, 2, 10)
+		s.Time, s.Load, s.InFlight = at.Add(2*time.Second), 8, 8
+		assert.Equal(t, 30, c.Update(s), "back to where it was before the cuts")
+		assert.Equal(t, 2*base, c.noLoad)
+	})
 }
 
 func TestPhase_String(t *testing.T) {
