@@ -93,8 +93,14 @@ var scenarios = []scenario{
 		},
 		targets: stepTargets,
 	},
-	longDrop("b-fifo", fifo),
-	longDrop("b-thrash", thrashing),
+	longDrop("b-fifo", fifo, failsafeConfig{
+		recentMin: 250 * time.Millisecond, recentMax: 30 * time.Second, recentSamples: 50,
+		recentQuantile: 0.5, baselineAge: 3, maxLimitFactor: 5,
+	}),
+	longDrop("b-thrash", thrashing, failsafeConfig{
+		recentMin: 25 * time.Millisecond, recentMax: 30 * time.Second, recentSamples: 5,
+		recentQuantile: 0.9, baselineAge: 10, maxLimitFactor: 2,
+	}),
 	{
 		name:  "start",
 		about: "a start from far under and far above the capacity, a drop and a return, under a load past the capacity in every phase, behind a FIFO backend",
@@ -109,15 +115,16 @@ var scenarios = []scenario{
 		statics: []int{8, 16, 32, 64}, initials: []int{16, 200}, peerLimit: 32,
 		algorithms: []string{"Capacity"},
 		tuned: failsafeConfig{
-			recentMin: 50 * time.Millisecond, recentMax: 30 * time.Second, recentSamples: 10,
-			recentQuantile: 0.9, baselineAge: 3, maxLimitFactor: 2,
+			recentMin: 25 * time.Millisecond, recentMax: 30 * time.Second, recentSamples: 5,
+			recentQuantile: 0.9, baselineAge: 3, maxLimitFactor: 5,
 		},
 		targets: startTargets,
 	},
 }
 
-// longDrop is scenario b behind the given backend.
-func longDrop(name string, s serverKind) scenario {
+// longDrop is scenario b behind the given backend, with failsafe-go's best
+// configuration there.
+func longDrop(name string, s serverKind, tuned failsafeConfig) scenario {
 	return scenario{
 		name:  name,
 		about: "a long drop of the capacity to a quarter under a steady load, each request with one timeout as its deadline and its wait budget, behind " + s.String(),
@@ -131,11 +138,8 @@ func longDrop(name string, s serverKind) scenario {
 		deadline: 200 * time.Millisecond, queueBudget: 200 * time.Millisecond,
 		statics: []int{8, 16, 32, 64}, initials: []int{16}, peerLimit: 32,
 		algorithms: []string{"Capacity"},
-		tuned: failsafeConfig{
-			recentMin: 50 * time.Millisecond, recentMax: 30 * time.Second, recentSamples: 10,
-			recentQuantile: 0.9, baselineAge: 3, maxLimitFactor: 2,
-		},
-		targets: timeoutTargets,
+		tuned:      tuned,
+		targets:    timeoutTargets,
 	}
 }
 

@@ -9,15 +9,15 @@ import (
 	"time"
 )
 
-// The sweep that tunes failsafe-go's adaptive limiter for this scenario, so
-// that the comparison is with failsafe-go at its best here, not at defaults
-// chosen for other backends. It runs in simulated time, where a configuration
+// The sweep that tunes failsafe-go's adaptive limiter for a scenario (-scenario),
+// so that the comparison is with failsafe-go at its best there, not at
+// defaults chosen for other backends. It runs in simulated time, where a configuration
 // costs a fraction of a second, not a minute, on arrivals of their own (seeds
 // 101 and 102, not those of the comparison's runs), and its score is the
 // comparison's: goodput over the whole run (the mean of the two), ties broken
 // by the lower p99.
 //
-// The grid covers what moves the limiter on a backend of 50–100ms whose
+// The grid covers what moves the limiter on a backend of 20–100ms whose
 // capacity steps every few seconds:
 //   - the recent window (WithRecentWindow): its default of 1s and 50 samples
 //     reacts once a second at best; 25–250ms windows react within a few round
@@ -28,7 +28,7 @@ import (
 //   - WithMaxLimitFactor: the headroom over what is in flight, 5 by default;
 //     2 keeps the limit near the load;
 //   - queueing (WithQueueing): off (the default: refuse when full), or a queue
-//     of 2–3 times the limit, each waiting within its queue budget (100ms).
+//     of 2–3 times the limit, each waiting within its queue budget.
 //
 // A scenario's tuned configuration holds the winner of `go run . -sweep
 // -scenario NAME`; the limits (1, 200, 20) are its defaults.
