@@ -47,7 +47,9 @@ func Adaptive(l *adaptive.Limiter, opts ...Option) func(http.Handler) http.Handl
 				ctx = adaptive.ContextWithPriority(ctx, c.priority(r))
 			}
 			if c.noShed {
-				ctx, cancel = c.waitContextOf(ctx)
+				// No budget from this door: the request waits as WithTimeout
+				// and its context allow, and the Limiter sheds nothing on them.
+				ctx, cancel = c.waitContextOf(shed.WithBudget(ctx, shed.Budget{}))
 			} else if c.timeout > 0 {
 				// The Limiter bounds the wait by the budget, and sheds on it.
 				ctx = shed.WithBudget(ctx, c.budget(r))

@@ -132,7 +132,9 @@ func Admit(ctrl *admission.Controller, opts ...Option) func(http.Handler) http.H
 				}
 			}
 			ctx, cancel := c.waitContext(r)
-			if c.timeout > 0 && !c.noShed {
+			if c.noShed {
+				ctx = shed.WithBudget(ctx, shed.Budget{}) // no budget for the controller's deadline rule
+			} else if c.timeout > 0 {
 				ctx = shed.WithBudget(ctx, c.budget(r)) // the controller's deadline rule reads the wait budget
 			}
 			p, err := ctrl.Acquire(ctx, op, memory)

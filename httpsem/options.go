@@ -93,11 +93,10 @@ func WithStatus(code int) Option {
 // WithoutDeadlineShedding turns the deadline rule off (see the package
 // documentation): a request that finds the limit reached waits in the FIFO
 // wait list as long as WithTimeout and its context allow, and is served
-// however late, as before the rule. With Limit, it is the door's whole rule;
-// with Admit and Adaptive, the controller or Limiter keeps its own rule, and
-// this option only stops handing it WithTimeout as the request's wait budget
-// (turn theirs off with admission.WithoutDeadlineShedding or
-// adaptive.WithoutDeadlineShedding).
+// however late, as before the rule. With Adaptive and Admit, the Limiter or
+// controller is given no budget for the request (neither WithTimeout nor its
+// context's deadline), so its rule sheds nothing on them; the levels' caps
+// and an explicit adaptive.WithStandingQueue still apply.
 func WithoutDeadlineShedding() Option { return func(c *config) { c.noShed = true } }
 
 // WithPriority sets how critical a request is, from the request: under

@@ -9,12 +9,27 @@ import (
 	"github.com/fairsem/semaphore/internal/errs"
 )
 
-// A Door runs the rule in front of a core semaphore, which stays the one wait
-// list: a caller the rule admits waits in the semaphore's FIFO order, bounded
-// by the rule's Decision.Wait, and is granted by the semaphore's own rule. The
-// Door keeps what the rule reads that the semaphore does not: the units of its
-// callers in flight and waiting, by level, the usual round trip, and when the
-// queue was last found empty. Init it before use; it must not be copied after.
+// A Gate is the semaphore a Door admits to: a core *semaphore.Semaphore, or a
+// wrapper that takes its units another way (as semaphore.Units). Its methods
+// mean what the core semaphore's do.
+type Gate interface {
+	TryAcquire(n int64) bool
+	Acquire(ctx context.Context, n int64) error
+	Release(n int64)
+	Capacity() int64
+	Available() int64
+	Waiters() int
+	Err() error
+}
+
+var _ Gate = (*semaphore.Semaphore)(nil)
+
+// A Door runs the rule in front of a Gate, which stays the one wait list: a
+// caller the rule admits waits in the gate's FIFO order, bounded by the
+// rule's Decision.Wait, and is granted by the gate's own rule. The Door keeps
+// what the rule reads that the gate does not: the units of its callers in
+// flight and waiting, by level, the usual round trip, and when the queue was
+// last found empty. Init it before use; it must not be copied after.
 type Door struct {
 	cfg Config // fixed after Init
 
@@ -77,7 +92,7 @@ func (d *Door) Observe(rtt time.Duration) {
 	}
 }
 
-// Acquire takes n units of sem for a caller of level lv, as the rule allows:
+// Acquire takes n units of the gate sem for a caller of level lv, as the rule allows:
 // at once when they are free and nobody waits, unless the caller's deadline
 // cannot cover the usual round trip; else it decides (Config.Decide) and waits
 // in sem's FIFO order at most Decision.Wait, and hands on a grant too late to
@@ -89,7 +104,7 @@ func (d *Door) Observe(rtt time.Duration) {
 // fails it at a deadline, timed out. The budget is *b, or, if b is nil, what
 // ctx carries (BudgetOf). The caller gives the units back to sem and calls
 // Ended when the call ends.
-func (d *Door) Acquire(ctx context.Context, sem *semaphore.Semaphore, n int64, lv Level, b *Budget, subject errs.Subject) (granted time.Time, waited bool, err error) {
+func (d *Door) Acquire(ctx context.Context, sem Gate, n int64, lv Level, b *Budget, subject errs.Subject) (granted time.Time, waited bool, err error) {
 	var now time.Time
 	if rtt := d.RTT(); rtt > 0 && !d.cfg.Off {
 		// Only a deadline can refuse a caller that needs no wait.
@@ -125,7 +140,7 @@ func (d *Door) Acquire(ctx context.Context, sem *semaphore.Semaphore, n int64, l
 }
 
 // wait is Acquire's path for a caller that found the limit reached.
-func (d *Door) wait(ctx context.Context, sem *semaphore.Semaphore, n int64, lv Level, b Budget, subject errs.Subject) (time.Time, bool, error) {
+func (d *Door) wait(ctx context.Context, sem Gate, n int64, lv Level, b Budget, subject errs.Subject) (time.Time, bool, error) {
 	start := time.Now()
 	if n > sem.Capacity() || sem.Err() != nil || ctx.Err() != nil || !b.Deadline.IsZero() && !b.Deadline.After(start) {
 		// It can never fit, nothing will be granted, or the caller's own
@@ -188,7 +203,7 @@ func (d *Door) wait(ctx context.Context, sem *semaphore.Semaphore, n int64, lv L
 }
 
 // readings gathers what Decide reads, for a caller of level lv at now.
-func (d *Door) readings(sem *semaphore.Semaphore, lv Level, now time.Time) Readings {
+func (d *Door) readings(sem Gate, lv Level, now time.Time) Readings {
 	r := Readings{Limit: sem.Capacity(), Available: sem.Available(), RTT: d.RTT(), Standing: d.standing(now)}
 	for i := range d.levels {
 		c := &d.levels[i]
