@@ -16,6 +16,7 @@ import (
 
 	"github.com/fairsem/semaphore"
 	"github.com/fairsem/semaphore/adaptive"
+	"github.com/fairsem/semaphore/admission"
 	"github.com/fairsem/semaphore/grpcsem"
 	"github.com/fairsem/semaphore/grpcsem/internal/echo"
 )
@@ -188,4 +189,22 @@ func TestServer_APriorityFromTheMetadataShedsWithPushback(t *testing.T) {
 	assert.Equal(t, codes.ResourceExhausted, status.Code(err), "%v", err)
 	assert.Len(t, trailer.Get(grpcsem.PushbackKey), 1)
 	close(release)
+}
+
+func TestAdmission_TheControllerGetsTheWaitBudget(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctrl := admission.New(admission.Resources{Count: 1}, admission.WithName("api"))
+		ic := grpcsem.UnaryServerInterceptor(grpcsem.Admission(ctrl, nil), grpcsem.WithTimeout(150*time.Millisecond))
+		<-call(t.Context(), ic, "/s/M", 100*time.Millisecond).done
+		running := call(t.Context(), ic, "/s/M", 100*time.Millisecond)
+		waits := call(t.Context(), ic, "/s/M", 100*time.Millisecond)
+		refused := call(t.Context(), ic, "/s/M", 100*time.Millisecond)
+		<-refused.done
+		assert.Zero(t, refused.took)
+		assert.Equal(t, codes.ResourceExhausted, status.Code(refused.err))
+		assert.Equal(t, uint64(1), ctrl.Stats().Shed)
+		<-running.done
+		<-waits.done
+		require.NoError(t, waits.err)
+	})
 }

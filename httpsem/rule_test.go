@@ -13,6 +13,7 @@ import (
 
 	"github.com/fairsem/semaphore"
 	"github.com/fairsem/semaphore/adaptive"
+	"github.com/fairsem/semaphore/admission"
 	"github.com/fairsem/semaphore/httpsem"
 )
 
@@ -213,5 +214,24 @@ func TestAdaptive_WithPriorityGivesTheLimiterTheRequestsPriority(t *testing.T) {
 		assert.Equal(t, uint64(1), st.Levels[adaptive.Sheddable].ShedAtOnce)
 		assert.Equal(t, uint64(2), st.Levels[adaptive.Critical].Acquired)
 		<-running.done
+	})
+}
+
+func TestAdmit_HandsTheControllerWithTimeoutAsTheWaitBudget(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctrl := admission.New(admission.Resources{Count: 1}, admission.WithName("api"))
+		dr := newDoor(httpsem.Admit(ctrl, httpsem.WithTimeout(150*time.Millisecond)), 100*time.Millisecond)
+		close(dr.hold)
+		<-dr.send(get()).done // permits usually hold the count 100ms
+		running := dr.send(get())
+		waits := dr.send(get())
+		refused := dr.send(get()) // two counts ahead of it: 200ms
+		<-refused.done
+		assert.Zero(t, refused.took, "told at once")
+		assert.Equal(t, http.StatusServiceUnavailable, refused.rec.Code)
+		assert.Equal(t, uint64(1), ctrl.Stats().Shed)
+		<-running.done
+		<-waits.done
+		assert.Equal(t, http.StatusOK, waits.rec.Code)
 	})
 }
