@@ -39,8 +39,8 @@ sheddable: 0 units in flight, 0 waiting, 0 acquired, 0 shed (0 at once)
 	})
 }
 
-// The debug page shows a Limiter by its name and its dump, with no code of
-// its own for it.
+// The debug page shows a Limiter by its name, its limit, in flight and
+// waiters, each level among its details, and its dump.
 func TestDiagnostics_ShowOnTheDebugPage(t *testing.T) {
 	l := adaptive.New(semaphore.New(4), nil, adaptive.WithName("api"))
 	defer semdebug.Register(l)()
@@ -56,6 +56,9 @@ func TestDiagnostics_ShowOnTheDebugPage(t *testing.T) {
 	}
 	row := regexp.MustCompile(`(?m)^\s*(\d+)\s+"api"`).FindStringSubmatch(get("/?format=text"))
 	require.Len(t, row, 2, "a row for the limiter on the index")
-	assert.Contains(t, get("/"+row[1]+"?format=text"), `adaptive limiter "api" (*adaptive.Capacity): limit 4, capacity estimate unknown`)
+	page := get("/" + row[1] + "?format=text")
+	assert.Contains(t, page, `adaptive limiter "api" (*adaptive.Capacity): limit 4, capacity estimate unknown`)
+	assert.Contains(t, page, "level sheddable")
+	assert.Contains(t, get("/?format=text"), "adaptive limiter")
 	runtime.KeepAlive(l) // the page holds it weakly: a collected limiter leaves it
 }

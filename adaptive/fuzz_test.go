@@ -106,6 +106,7 @@ func FuzzLimiterModel(f *testing.F) {
 				got := l.Stats()
 				want.Limit, want.InFlight, want.LastChange = limit, units(), got.LastChange
 				want.Levels[adaptive.Default].InFlight = units()
+				want.Available = max(0, limit-units())
 				require.Equal(t, want, got, "step %d", i)
 				require.Equal(t, int64(limit), sem.Capacity())
 				require.Equal(t, int64(max(0, limit-units())), sem.Available())

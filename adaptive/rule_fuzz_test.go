@@ -406,7 +406,7 @@ func check(t *testing.T, step int, l *adaptive.Limiter, sem *semaphore.Semaphore
 		}
 	}
 	want := m.stats
-	want.Limit, want.InFlight = int(m.limit), int(m.held())
+	want.Limit, want.InFlight, want.Available = int(m.limit), int(m.held()), int(max(m.limit-m.held(), 0))
 	for lv := range want.Levels {
 		want.Levels[lv].InFlight, want.Levels[lv].Waiting = 0, 0
 	}

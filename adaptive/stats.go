@@ -11,11 +11,12 @@ import (
 // Stats is a snapshot of a Limiter's limit and counters. The counters only
 // grow. Its String is a readable line in the module's words, so %v prints it.
 type Stats struct {
-	Name     string // from WithName
-	Limit    int    // as Limit
-	Estimate int    // the algorithm's estimate of the backend's capacity, in units (see Estimator); 0 unknown
-	InFlight int    // as InFlight
-	Waiters  int    // calls waiting for the limit now (through Acquire and Do)
+	Name      string // from WithName
+	Limit     int    // as Limit
+	Estimate  int    // the algorithm's estimate of the backend's capacity, in units (see Estimator); 0 unknown
+	InFlight  int    // as InFlight
+	Available int    // units free at the limit now, as its semaphore reports them (never negative)
+	Waiters   int    // calls waiting for the limit now (through Acquire and Do)
 
 	Acquired   uint64    // calls granted (Acquire, Do, Start)
 	Succeeded  uint64    // calls ended as Success
@@ -52,6 +53,7 @@ func (l *Limiter) Stats() Stats {
 		Limit:      int(l.limit.Load()),
 		Estimate:   int(l.estimate.Load()),
 		InFlight:   int(l.inFlight.Load()),
+		Available:  int(l.gate.Available()),
 		Waiters:    l.door.Waiters(),
 		Acquired:   l.acquired.Load(),
 		Succeeded:  l.succeeded,
@@ -74,7 +76,7 @@ func (l *Limiter) Stats() Stats {
 
 // String describes the snapshot in one line, most critical level first:
 //
-//	adaptive limiter "db": limit 8, capacity estimate 8, 8 units in flight, 3 calls waiting;
+//	adaptive limiter "db": limit 8, capacity estimate 8, 8 units in flight, 0 available, 3 calls waiting;
 //	calls: 120 acquired, 100 succeeded, 5 dropped, 7 ignored, 40 shed (36 at once);
 //	windows: 12, 3 raised the limit, 2 lowered it;
 //	critical: 2 units in flight, 0 waiting, 30 acquired, 0 shed (0 at once); default: ...; sheddable: ...
@@ -93,7 +95,7 @@ func (s Stats) String() string {
 	} else {
 		b.WriteString("unknown")
 	}
-	fmt.Fprintf(&b, ", %d units in flight, %d calls waiting; ", s.InFlight, s.Waiters)
+	fmt.Fprintf(&b, ", %d units in flight, %d available, %d calls waiting; ", s.InFlight, s.Available, s.Waiters)
 	fmt.Fprintf(&b, "calls: %d acquired, %d succeeded, %d dropped, %d ignored, %d shed (%d at once); ",
 		s.Acquired, s.Succeeded, s.Dropped, s.Ignored, s.Shed, s.ShedAtOnce)
 	fmt.Fprintf(&b, "windows: %d, %d raised the limit, %d lowered it", s.Windows, s.Increases, s.Decreases)

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/fairsem/semaphore"
+	"github.com/fairsem/semaphore/adaptive"
 	"github.com/fairsem/semaphore/admission"
 	"github.com/fairsem/semaphore/keyed"
 )
@@ -26,6 +27,8 @@ func sourceOf(l Limiter) Source {
 		return controllerSource{v}
 	case *admission.Group:
 		return groupSource{v}
+	case *adaptive.Limiter:
+		return limiterSource{v}
 	}
 	return dumpSource{l}
 }
@@ -207,5 +210,46 @@ func (a groupSource) Snapshot() Snapshot {
 	snap.Details = append(snap.Details,
 		Detail{"memory", fmt.Sprintf("%d bytes, pool %d, lent %d", gs.Total.Memory, gs.Pool, gs.Borrowed)},
 		Detail{"bottleneck", gs.Bottleneck})
+	return snap
+}
+
+// limiterSource shows an adaptive limiter by its limit as capacity, its units
+// in flight (calls measured with Start included) and the callers waiting for
+// it; the algorithm's estimate, its counters and each Priority's are among the
+// details. Its Shed counts the callers its deadline rule refused, at once or
+// after waiting. It counts no queued, timed-out, cancelled or rejected calls:
+// its semaphore, registered on its own, does.
+type limiterSource struct{ l *adaptive.Limiter }
+
+func (a limiterSource) Name() string                    { return a.l.Name() }
+func (a limiterSource) Kind() string                    { return "adaptive limiter" }
+func (a limiterSource) Diagnostics(maxLines int) string { return a.l.Diagnostics(maxLines) }
+
+func (a limiterSource) Snapshot() Snapshot {
+	st := a.l.Stats()
+	estimate := "unknown"
+	if st.Estimate > 0 {
+		estimate = strconv.Itoa(st.Estimate)
+	}
+	snap := Snapshot{
+		Capacity:  int64(st.Limit),
+		InUse:     int64(st.InFlight),
+		Available: int64(st.Available),
+		Waiters:   st.Waiters,
+		Acquired:  st.Acquired,
+		Shed:      st.Shed,
+		Unknown:   QueuedField | TimedOutField | CancelledField | RejectedField | BrokenField,
+		Details: []Detail{
+			{"capacity estimate", estimate},
+			{"calls ended", fmt.Sprintf("%d succeeded, %d dropped, %d ignored", st.Succeeded, st.Dropped, st.Ignored)},
+			{"shed at once", strconv.FormatUint(st.ShedAtOnce, 10)},
+			{"windows", fmt.Sprintf("%d, %d raised the limit, %d lowered it", st.Windows, st.Increases, st.Decreases)},
+		},
+	}
+	for _, p := range []adaptive.Priority{adaptive.Critical, adaptive.Default, adaptive.Sheddable} {
+		v := st.Levels[p]
+		snap.Details = append(snap.Details, Detail{"level " + p.String(), fmt.Sprintf(
+			"%d units in flight, %d waiting, %d acquired, %d shed (%d at once)", v.InFlight, v.Waiting, v.Acquired, v.Shed, v.ShedAtOnce)})
+	}
 	return snap
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fairsem/semaphore"
+	"github.com/fairsem/semaphore/adaptive"
 	"github.com/fairsem/semaphore/admission"
 	"github.com/fairsem/semaphore/keyed"
 	"github.com/stretchr/testify/assert"
@@ -211,4 +212,24 @@ func TestDumpSource_ShowsNameKindAndDumpOnly(t *testing.T) {
 		assert.Contains(t, body, `"`+field+`": null`)
 	}
 	runtime.KeepAlive(d)
+}
+
+func TestLimiterSource_ShowsTheLimitTheEstimateAndEachLevel(t *testing.T) {
+	l := adaptive.New(semaphore.New(4, semaphore.WithName("api")), nil)
+	c, err := l.AcquireN(adaptive.ContextWithPriority(context.Background(), adaptive.Critical), 3)
+	require.NoError(t, err)
+	defer c.Release()
+	src := sourceOf(l)
+	assert.Equal(t, "api", src.Name())
+	assert.Equal(t, "adaptive limiter", src.Kind())
+	snap := src.Snapshot()
+	assert.Equal(t, int64(4), snap.Capacity)
+	assert.Equal(t, int64(3), snap.InUse)
+	assert.Equal(t, int64(1), snap.Available)
+	assert.Equal(t, uint64(1), snap.Acquired)
+	assert.Equal(t, QueuedField|TimedOutField|CancelledField|RejectedField|BrokenField, snap.Unknown)
+	assert.Contains(t, snap.Details, Detail{"capacity estimate", "unknown"})
+	assert.Contains(t, snap.Details, Detail{"level critical", "3 units in flight, 0 waiting, 1 acquired, 0 shed (0 at once)"})
+	assert.Contains(t, snap.Details, Detail{"level sheddable", "0 units in flight, 0 waiting, 0 acquired, 0 shed (0 at once)"})
+	assert.Equal(t, l.Diagnostics(10), src.Diagnostics(10))
 }

@@ -46,6 +46,10 @@
 //     among its details; its rejected (a full queue), shed and cancelled are
 //     admission's own counters of those names.
 //   - *admission.Group: the sums over its members, and which of them are broken.
+//   - *adaptive.Limiter: its limit as capacity, its units in flight, the
+//     callers waiting for it, and the callers its deadline rule shed; its
+//     algorithm's estimate, its counters and each Priority's are among its
+//     details. Its semaphore, registered on its own, counts the rest.
 //   - Any Source: what its Snapshot says.
 //   - Any other Limiter: its name (from a Name method), its type and its dump.
 //
