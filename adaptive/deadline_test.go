@@ -237,3 +237,21 @@ func TestWithoutDeadlineShedding_WaitsAsTheContextAllowsAndServesLate(t *testing
 		assert.Zero(t, l.Stats().Shed)
 	})
 }
+
+// pastDeadline is a context whose deadline has passed but which has not
+// ended (as a context's timer that has not fired yet), and never does.
+type pastDeadline struct{ context.Context }
+
+func (pastDeadline) Deadline() (time.Time, bool) { return time.Now().Add(-time.Millisecond), true }
+
+func TestAcquire_ACallerPastItsDeadlineIsTheSemaphoresToAnswerAndCountedIfGranted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := measured(t, 1, 10*time.Millisecond)
+		c, err := l.Acquire(pastDeadline{context.Background()})
+		require.NoError(t, err, "the semaphore grants a context that has not ended")
+		assert.Equal(t, 1, l.Stats().Levels[adaptive.Default].InFlight)
+		assert.Zero(t, l.Stats().Shed, "its deadline is its own, not the rule's")
+		c.Release()
+		assert.Zero(t, l.Stats().Levels[adaptive.Default].InFlight)
+	})
+}

@@ -117,7 +117,7 @@ func (d *Door) Acquire(ctx context.Context, sem Gate, n int64, lv Level, b *Budg
 		if !dl.IsZero() {
 			if now = time.Now(); !dl.After(now) {
 				// The deadline has passed: the caller's own, not the rule's.
-				return now, false, sem.Acquire(ctx, n)
+				return now, false, d.plain(ctx, sem, n, lv)
 			} else if dl.Sub(now) < rtt {
 				return now, false, d.refuse(lv, now, subject, n, "shed at once: "+dl.Sub(now).Round(time.Microsecond).String()+
 					" left before its deadline, less than the round trip "+rtt.String())
@@ -146,7 +146,7 @@ func (d *Door) wait(ctx context.Context, sem Gate, n int64, lv Level, b Budget, 
 		// It can never fit, nothing will be granted, or the caller's own
 		// context has ended: the semaphore's answer (too large, broken, timed
 		// out, cancelled) says more than the rule's.
-		return start, true, sem.Acquire(ctx, n)
+		return start, true, d.plain(ctx, sem, n, lv)
 	}
 	if sem.Waiters() == 0 {
 		d.lastEmpty.Store(start.UnixNano())
@@ -200,6 +200,18 @@ func (d *Door) wait(ctx context.Context, sem Gate, n int64, lv Level, b Budget, 
 	}
 	d.grant(lv, n)
 	return now, true, nil
+}
+
+// plain is sem's own Acquire, without the rule, for a caller the rule has
+// nothing to say about. It is usually refused; if it is granted all the same
+// (a deadline passed whose context has not ended yet, a capacity grown
+// meanwhile), the door counts it as any grant.
+func (d *Door) plain(ctx context.Context, sem Gate, n int64, lv Level) error {
+	err := sem.Acquire(ctx, n)
+	if err == nil {
+		d.grant(lv, n)
+	}
+	return err
 }
 
 // readings gathers what Decide reads, for a caller of level lv at now.
