@@ -50,7 +50,7 @@ func TestSemaphore_QueriesReportLiveState(t *testing.T) {
 		assert.Len(t, finished(calls), 2)
 		st := s.Stats()
 		assert.Equal(t, semaphore.Stats{
-			Name: "q", Capacity: 3, Available: 0, Waiters: 0,
+			Name: "q", Capacity: 3, Available: 0, Held: 3, Waiters: 0,
 			Acquired: 1, AcquiredImmediately: 1, Queued: 2, Cancelled: 2,
 			WaitTime: 2 * time.Second,
 		}, st)

@@ -14,6 +14,7 @@ type Stats struct {
 	Name      string // from WithName
 	Capacity  int64  // as Capacity
 	Available int64  // as Available: never negative, 0 once broken
+	Held      int64  // units held or consumed: what Drain waits for; may exceed Capacity after a shrink or Consume, and is still counted after Break
 	Waiters   int    // as Waiters: calls waiting now
 	Broken    bool   // Break was called
 
@@ -54,6 +55,7 @@ func (s *Semaphore) Stats() Stats {
 		Name:                s.Name(),
 		Capacity:            capacity,
 		Available:           availableIn(st),
+		Held:                capacity - unitsOf(st),
 		Acquired:            immediate + granted,
 		AcquiredImmediately: immediate,
 		Queued:              queued,

@@ -254,6 +254,7 @@ func (c *Controller) evictionHelpsLocked(b blocker, base Resources, seq uint64) 
 // it is a readmitted permit that kept some, count again.
 func (c *Controller) admitLocked(p *Permit) {
 	c.avail = c.avail.Sub(p.base)
+	c.held = c.held.Add(p.base)
 	p.hasBase = true
 	p.admitted = time.Now()
 	p.setPhaseLocked(Active)
