@@ -66,6 +66,8 @@ func TestReading_ShowsTheLimitTheUnitsInFlightTheWaitersAndTheEstimate(t *testin
 	assert.Equal(t, semaphore.TimedOutField|semaphore.CancelledField|semaphore.RejectedField, r.Unknown,
 		"what the Limiter does not count is unknown, not 0")
 	assert.Contains(t, r.Details, semaphore.Detail{Name: "capacity estimate", Value: "6"})
+	assert.Contains(t, r.Details, semaphore.Detail{Name: "level critical", Value: "0 units in flight, 0 waiting, 0 acquired, 0 shed (0 at once)"})
+	assert.Contains(t, r.Details, semaphore.Detail{Name: "shed at once", Value: "0"})
 	assert.Contains(t, r.Details, semaphore.Detail{Name: "waits on", Value: `semaphore "db"`})
 	held.Done(adaptive.Success)
 	require.NoError(t, <-waited)

@@ -34,14 +34,16 @@ type Controller struct {
 
 	// Guarded by mu.
 	lastDump       time.Time
-	limits         Resources // the configured limits
-	avail          Resources // limits minus everything permits hold; may be negative
-	held           Resources // everything permits hold: their base resources and what they consumed; may exceed limits
-	cpuConcurrency int       // admission stops at this many counted CPU marks (>= 1)
-	maxQueue       int       // admission queue bound; <= 0 unbounded
-	serializeMult  float64   // serialize limit = serializeMult x limits.Memory; 0 off
-	killMult       float64   // kill limit = killMult x limits.Memory; 0 off
-	shedFactor     float64   // preemptive shedding; 0 off
+	limits         Resources     // the configured limits
+	avail          Resources     // limits minus everything permits hold; may be negative
+	held           Resources     // everything permits hold: their base resources and what they consumed; may exceed limits
+	cpuConcurrency int           // admission stops at this many counted CPU marks (>= 1)
+	maxQueue       int           // admission queue bound; <= 0 unbounded
+	serializeMult  float64       // serialize limit = serializeMult x limits.Memory; 0 off
+	killMult       float64       // kill limit = killMult x limits.Memory; 0 off
+	shedFactor     float64       // preemptive shedding; 0 off
+	noDeadlineShed bool          // WithoutDeadlineShedding
+	rtt            time.Duration // usual time a permit holds its count, from admission to Release or ReleaseBase, parked ones aside; 0 unknown
 
 	queue    *list.List // *waiter of kind admitting or readmitting, oldest first
 	memQueue *list.List // *waiter of kind requestingMemory, oldest first

@@ -8,6 +8,7 @@ import (
 
 	"github.com/fairsem/semaphore"
 	"github.com/fairsem/semaphore/internal/errs"
+	"github.com/fairsem/semaphore/internal/shed"
 )
 
 // waitKind is what a queued request waits for. Each kind has one name (for
@@ -29,7 +30,8 @@ type waiter struct {
 	memory   int64 // what it asks for: the base memory, or RequestMemory's n
 	noShed   bool
 	arrived  time.Time
-	deadline time.Time     // zero without one
+	deadline time.Time     // its context's deadline; zero without one
+	budget   shed.Budget   // the deadline rule's view: the caller's deadline and a door's wait bound
 	done     chan error    // the outcome, sent once by the settler: nil when granted
 	elem     *list.Element // position while queued; nil once settled (guarded by mu)
 	ahead    int           // queue length when it joined

@@ -30,6 +30,9 @@
 //	go run . -sweep -scenario b-fifo                                             # failsafe-go's tuning, simulated
 //	go run . -quick                                                              # for CI: every scenario simulated and short, and a real-time smoke run
 //	go run . -clock real -runs 1 -only Vegas                                     # one algorithm against the static limits, about 3 minutes
+//	go run . -doors -clock real -runs 1        # the doors scenario over HTTP and at the Limiter (doors.go), about 4 minutes
+//	go run . -criticality -clock real -runs 1  # scenario (c), criticality (criticality.go), about 5 minutes
+//	go run . -quick -doors -criticality        # for CI: both, simulated and short, and a real-time HTTP smoke run
 package main
 
 import (
@@ -71,6 +74,8 @@ func compare(t *testing.T) {
 	}
 	sc = withFlags(sc)
 	switch {
+	case *doorsRun || *criticalityRun:
+		runDoorScenarios(t)
 	case *sweep:
 		runSweep(t, sc)
 	case *quick:

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strconv"
 	"time"
@@ -139,8 +140,14 @@ func newOurs(initial int, alg adaptive.Algorithm, opts ...adaptive.Option) *ours
 
 func (o *ours) do(ctx, queue context.Context, call func(context.Context) error) ending {
 	start := time.Now()
-	c, err := o.l.Acquire(queue)
+	// The request's deadline is ctx's; the queue budget bounds the wait alone,
+	// as a caller with a deadline and a shorter wait bound says it.
+	dl, _ := queue.Deadline()
+	c, err := o.l.AcquireTimeout(ctx, 1, dl.Sub(start))
 	if err != nil {
+		if errors.Is(err, semaphore.ErrTimedOut) {
+			return queueTimeout
+		}
 		return waitEnding(queue, start)
 	}
 	err = call(ctx)
