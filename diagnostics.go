@@ -153,7 +153,7 @@ func (snap *snapshot) headline() string {
 	case snap.broken != nil:
 		b.WriteString("broken")
 		if snap.broken.cause != nil {
-			b.WriteString(" (" + snap.broken.cause.Error() + ")")
+			b.WriteString(" (" + errs.Cause(snap.broken.cause) + ")")
 		}
 		b.WriteString(", ")
 	case len(snap.waiters) == 0:

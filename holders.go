@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"weak"
@@ -173,15 +174,15 @@ func (h *holder) stack() string {
 	}
 }
 
-// where names the holder for dumps: its label and site.
+// where names the holder for dumps: its label, quoted, and its site.
 func (h *holder) where() string {
 	switch site := h.site(); {
 	case h.label == "":
 		return site
 	case site == "":
-		return h.label
+		return strconv.Quote(h.label)
 	default:
-		return h.label + " (" + site + ")"
+		return strconv.Quote(h.label) + " (" + site + ")"
 	}
 }
 

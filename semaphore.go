@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/fairsem/semaphore/internal/errs"
 )
 
 // A Semaphore is a weighted, strictly FIFO counting semaphore with a
@@ -156,7 +158,7 @@ func (s *Semaphore) String() string {
 	if b := s.brokenState(); b != nil {
 		str += ", broken"
 		if b.cause != nil {
-			str += ": " + b.cause.Error()
+			str += ": " + errs.Cause(b.cause)
 		}
 	}
 	return str

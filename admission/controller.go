@@ -141,7 +141,7 @@ func (l *lock) unlock() {
 
 // brokenState is what Break leaves behind, shared by every call it fails.
 type brokenState struct {
-	why     string  // "broken" or "broken: " + the cause's text
+	why     string  // "broken" or "broken: " + the cause's text, quoted
 	matches []error // semaphore.ErrBroken and the cause
 }
 
@@ -211,7 +211,7 @@ func (c *Controller) breakLocked(err error) {
 	}
 	c.broken = &brokenState{why: semaphore.ErrBroken.Error(), matches: []error{semaphore.ErrBroken}}
 	if err != nil {
-		c.broken.why += ": " + err.Error()
+		c.broken.why += ": " + errs.Cause(err)
 		c.broken.matches = append(c.broken.matches, err)
 	}
 	for _, q := range []*list.List{c.queue, c.memQueue} {

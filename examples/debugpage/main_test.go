@@ -55,7 +55,7 @@ func TestRun_ServesTheStalledSemaphoreFirstAndStops(t *testing.T) {
 	body, err := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	require.NoError(t, err)
-	assert.Contains(t, string(body), "nightly-report (main.go:")
+	assert.Contains(t, string(body), `"nightly-report" (main.go:`)
 
 	cancel()
 	require.NoError(t, <-done)

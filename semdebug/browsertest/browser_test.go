@@ -216,7 +216,7 @@ func TestDebugPage_InABrowser(t *testing.T) {
 	b.do(chromedp.Click(chromedp.CSS("#index tbody tr:first-child td.name a")),
 		chromedp.WaitVisible(chromedp.CSS("#diagnostics")))
 	assert.Equal(t, "semaphore report-lock", b.text("h1"))
-	assert.Regexp(t, regexp.MustCompile(`nightly-report \(main\.go:\d+\)`), b.text("#diagnostics"))
+	assert.Regexp(t, regexp.MustCompile(`"nightly-report" \(main\.go:\d+\)`), b.text("#diagnostics"))
 	b.wait("the charts have data", `["chart-inuse", "chart-waiters", "chart-headwait"].every(id => {
 		const c = document.getElementById(id);
 		return c !== null && +c.dataset.points > 0 && c.querySelector("polyline") !== null;
