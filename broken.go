@@ -40,8 +40,8 @@ func (s *Semaphore) Break(err error) {
 	x.broken.Store(b)
 	s.state.And(^int64(flagHealthy))
 	var woken wakeList
-	for s.head != nil {
-		s.settleLocked(s.head, Broken, &woken)
+	for w := s.waiting.Front(); w != nil; w = s.waiting.Front() {
+		s.settleLocked(w, Broken, &woken)
 	}
 	s.mu.Unlock()
 	woken.wake()
