@@ -123,7 +123,7 @@ func (c *Controller) enter(ctx context.Context, p *Permit, kind waitKind, opts [
 			return nil
 		}
 		if c.evictionHelpsLocked(b, p.base, newcomer) {
-			c.evictLocked(c.inactive.Front().Value.(*Parked), EvictedForAdmission)
+			c.evictLocked(c.inactive.Front(), EvictedForAdmission)
 			continue
 		}
 		if c.group == nil || !c.group.evictBorrowersLocked(c, p.base, newcomer) {
@@ -222,8 +222,8 @@ func (c *Controller) evictionHelpsLocked(b blocker, base Resources, seq uint64) 
 		return false
 	}
 	var parked Resources
-	for e := c.inactive.Front(); e != nil; e = e.Next() {
-		if p := e.Value.(*Parked).p; p.hasBase {
+	for pk := c.inactive.Front(); pk != nil; pk = pk.link.Next() {
+		if p := pk.p; p.hasBase {
 			parked = parked.Add(p.base)
 		}
 	}
@@ -265,7 +265,7 @@ func (c *Controller) maybeAdmitLocked() {
 // reports whether it settled any waiter of the admission queue or granted memory.
 func (c *Controller) admitQueueLocked() (settled bool) {
 	for c.queue.Len() > 0 {
-		w := c.queue.Front().Value.(*waiter)
+		w := c.queue.Front()
 		b := c.admissionLocked(w.p.base, w.seq)
 		switch {
 		case b == admissible && c.shouldShedLocked(w):
@@ -279,7 +279,7 @@ func (c *Controller) admitQueueLocked() (settled bool) {
 			c.settleLocked(w, nil)
 			settled = true
 		case c.evictionHelpsLocked(b, w.p.base, w.seq):
-			c.evictLocked(c.inactive.Front().Value.(*Parked), EvictedForAdmission)
+			c.evictLocked(c.inactive.Front(), EvictedForAdmission)
 		case c.group != nil && c.group.evictBorrowersLocked(c, w.p.base, w.seq):
 			// Other members' parked borrowers were evicted: the head now borrows.
 		default:
