@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fairsem/semaphore"
 	"github.com/fairsem/semaphore/internal/hostile"
 	"github.com/fairsem/semaphore/semdebug"
 	"github.com/stretchr/testify/assert"
@@ -51,7 +52,10 @@ func TestReading_ShowsABlockModeSemaphoresHandlesAndCallers(t *testing.T) {
 	assert.Contains(t, details["this handle's callers"], "1 holder holding 1 unit")
 	assert.Equal(t, "etcd semaphore, blocks of 2", snap.Kind)
 	assert.Equal(t, name, snap.Name)
+	notCounted := semaphore.QueuedField | semaphore.TimedOutField | semaphore.CancelledField | semaphore.RejectedField | semaphore.ShedField
+	assert.Equal(t, notCounted, snap.Unknown, "what a handle does not count is unknown, not 0")
 	assert.Equal(t, "etcd semaphore", b.Reading().Kind)
+	assert.Equal(t, notCounted|semaphore.AcquiredField, b.Reading().Unknown, "a plain handle counts no grants")
 	assert.NotContains(t, a.Diagnostics(0), "\nb <i>", "a hostile client name stays on its line")
 	assert.Contains(t, a.Diagnostics(1), "1 more handles")
 

@@ -57,6 +57,17 @@ func TestRun_ServesTheStalledSemaphoreFirstAndStops(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, string(body), `"nightly-report" (main.go:`)
 
+	// The adaptive limiter (id 5) shows its numbers, not "-".
+	resp, err = http.Get(url + "5?format=text")
+	require.NoError(t, err)
+	body, err = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.NoError(t, err)
+	for _, line := range []string{`(?m)^adaptive limiter "api" \(id 5\)$`, `(?m)^capacity +\d+$`, `(?m)^in use +\d+$`,
+		`(?m)^waiters +\d+$`, `(?m)^capacity estimate +(\d+|unknown)$`} {
+		assert.Regexp(t, line, string(body))
+	}
+
 	cancel()
 	require.NoError(t, <-done)
 	assert.Equal(t, "stopped", <-lines)
