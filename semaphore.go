@@ -70,8 +70,9 @@ type Semaphore struct {
 //   - Resize leaves out unchanged; Release refuses before out would go below 0.
 //
 // So available stays in [-2M, M], and available + n for any n <= M stays in
-// [-2M, 2M]: every check below is made on a value that cannot have wrapped, and
-// each one is made before the word changes (a compare-and-swap of the value checked).
+// [-2M, 2M]: every check of the word (acquire.go's, release.go's) is made on a value
+// that cannot have wrapped, and each one is made before the word changes (a
+// compare-and-swap of the value checked).
 //
 // Over-release. A Release of n is correct only if n <= out, that is if available + n
 // <= capacity. Release checks exactly that against the value its compare-and-swap
