@@ -124,7 +124,7 @@ func (c *Controller) enter(ctx context.Context, p *Permit, kind waitKind, opts [
 			return nil
 		}
 		if c.evictionHelpsLocked(b, p.base, newcomer) {
-			c.evictLocked(c.inactive.Front().Value.(*Parked), EvictedForAdmission)
+			c.evictLocked(c.inactive.Front(), EvictedForAdmission)
 			continue
 		}
 		if c.group == nil || !c.group.evictBorrowersLocked(c, p.base, newcomer) {
@@ -234,8 +234,8 @@ func (c *Controller) evictionHelpsLocked(b blocker, base Resources, seq uint64) 
 		return false
 	}
 	var parked Resources
-	for e := c.inactive.Front(); e != nil; e = e.Next() {
-		if p := e.Value.(*Parked).p; p.hasBase {
+	for pk := c.inactive.Front(); pk != nil; pk = pk.link.Next() {
+		if p := pk.p; p.hasBase {
 			parked = parked.Add(p.base)
 		}
 	}
@@ -278,7 +278,7 @@ func (c *Controller) maybeAdmitLocked() {
 // reports whether it settled any waiter of the admission queue or granted memory.
 func (c *Controller) admitQueueLocked() (settled bool) {
 	for c.queue.Len() > 0 {
-		w := c.queue.Front().Value.(*waiter)
+		w := c.queue.Front()
 		b := c.admissionLocked(w.p.base, w.seq)
 		shedWhy := ""
 		if b == admissible {
@@ -295,7 +295,7 @@ func (c *Controller) admitQueueLocked() (settled bool) {
 			c.settleLocked(w, nil)
 			settled = true
 		case c.evictionHelpsLocked(b, w.p.base, w.seq):
-			c.evictLocked(c.inactive.Front().Value.(*Parked), EvictedForAdmission)
+			c.evictLocked(c.inactive.Front(), EvictedForAdmission)
 		case c.group != nil && c.group.evictBorrowersLocked(c, w.p.base, w.seq):
 			// Other members' parked borrowers were evicted: the head now borrows.
 		default:
@@ -343,8 +343,8 @@ func (c *Controller) refuseLocked(w *waiter) string {
 		return ""
 	}
 	free := max(c.avail.Count, 0)
-	for e := c.inactive.Front(); e != nil; e = e.Next() {
-		if e.Value.(*Parked).p.hasBase {
+	for pk := c.inactive.Front(); pk != nil; pk = pk.link.Next() {
+		if pk.p.hasBase {
 			free++
 		}
 	}

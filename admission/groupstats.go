@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -74,13 +75,13 @@ func (g *Group) Diagnostics(maxLines int) string {
 	fmt.Fprintf(&b, "Group %q with count %d per member and %s memory, shared pool %s/%s lent\n",
 		g.name, g.total.Count, formatBytes(g.total.Memory), formatBytes(g.lentLocked()), formatBytes(g.pool))
 	if m := g.bottleneckLocked(); m != nil {
-		fmt.Fprintf(&b, "Bottleneck member: %s\n", m.name)
+		fmt.Fprintf(&b, "Bottleneck member: %q\n", m.name)
 	}
 	members := slices.Clone(g.members)
 	slices.SortStableFunc(members, func(x, y *Controller) int { return cmp.Compare(y.borrowedLocked(), x.borrowedLocked()) })
 	fmt.Fprintf(&b, "%-8s%-8s%-8s%-10s%-8s%-20s%s\n", "shares", "share", "used", "borrowed", "queued", "bottleneck(s)", "member")
 	for _, m := range members {
-		name := m.name
+		name := strconv.Quote(m.name)
 		if m.removed {
 			name += " (removed)"
 		}

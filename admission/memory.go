@@ -165,7 +165,7 @@ func (c *Controller) grantMemoryLocked() (granted bool) {
 		c.blessed = nil // below the limit no permit is blessed
 	}
 	for c.memQueue.Len() > 0 {
-		w := c.memQueue.Front().Value.(*waiter)
+		w := c.memQueue.Front()
 		if err := w.p.killCheckLocked("request memory", w.memory); err != nil {
 			c.settleLocked(w, err)
 			continue
@@ -183,11 +183,11 @@ func (c *Controller) grantMemoryLocked() (granted bool) {
 // failMemoryWaitsLocked fails every memory request p has waiting, with err built
 // for each.
 func (c *Controller) failMemoryWaitsLocked(p *Permit, reason func(*waiter) error) {
-	for e := c.memQueue.Front(); e != nil && p.memWaits > 0; {
-		next := e.Next()
-		if w := e.Value.(*waiter); w.p == p {
+	for w := c.memQueue.Front(); w != nil && p.memWaits > 0; {
+		next := w.link.Next()
+		if w.p == p {
 			c.settleLocked(w, reason(w))
 		}
-		e = next
+		w = next
 	}
 }

@@ -1,12 +1,12 @@
 package admission
 
 import (
-	"container/list"
 	"fmt"
 	"strconv"
 	"time"
 
 	"github.com/fairsem/semaphore"
+	"github.com/fairsem/semaphore/internal/list"
 )
 
 // Reading reads the controller in the core's plain values, for a debug page or
@@ -121,9 +121,9 @@ func (m memberReading) reading() semaphore.Reading {
 // queue, whichever came first, has waited; 0 when both are empty.
 func (c *Controller) headWaitLocked(now time.Time) time.Duration {
 	var d time.Duration
-	for _, q := range [...]*list.List{c.queue, c.memQueue} {
-		if e := q.Front(); e != nil {
-			d = max(d, now.Sub(e.Value.(*waiter).arrived))
+	for _, q := range [...]*list.List[waiter]{&c.queue, &c.memQueue} {
+		if w := q.Front(); w != nil {
+			d = max(d, now.Sub(w.arrived))
 		}
 	}
 	return d

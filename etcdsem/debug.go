@@ -224,7 +224,7 @@ func (s *Semaphore) Diagnostics(maxLines int) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "etcdsem %q: capacity %d", s.name, capacity)
 	if broken {
-		fmt.Fprintf(&b, ", broken: %s", reason)
+		fmt.Fprintf(&b, ", broken: %q", reason)
 	}
 	b.WriteString("\n")
 	fmt.Fprintf(&b, "callers of the handles' blocks, as reported: %s\n", fleetCallers(reports, len(handles)))

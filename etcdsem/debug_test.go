@@ -1,6 +1,7 @@
 package etcdsem
 
 import (
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -9,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fairsem/semaphore"
+	"github.com/fairsem/semaphore/internal/hostile"
 	"github.com/fairsem/semaphore/semdebug"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -49,7 +52,10 @@ func TestReading_ShowsABlockModeSemaphoresHandlesAndCallers(t *testing.T) {
 	assert.Contains(t, details["this handle's callers"], "1 holder holding 1 unit")
 	assert.Equal(t, "etcd semaphore, blocks of 2", snap.Kind)
 	assert.Equal(t, name, snap.Name)
+	notCounted := semaphore.QueuedField | semaphore.TimedOutField | semaphore.CancelledField | semaphore.RejectedField | semaphore.ShedField
+	assert.Equal(t, notCounted, snap.Unknown, "what a handle does not count is unknown, not 0")
 	assert.Equal(t, "etcd semaphore", b.Reading().Kind)
+	assert.Equal(t, notCounted|semaphore.AcquiredField, b.Reading().Unknown, "a plain handle counts no grants")
 	assert.NotContains(t, a.Diagnostics(0), "\nb <i>", "a hostile client name stays on its line")
 	assert.Contains(t, a.Diagnostics(1), "1 more handles")
 
@@ -123,4 +129,30 @@ func TestReading_ShowsEachProcesssReportedCallers(t *testing.T) {
 	require.NotNil(t, u)
 	log.add(u)
 	require.NoError(t, u.Release(ctx))
+}
+
+// A Break's reason is a value a peer gives: every text that prints it quotes
+// it (the dump, the errors), so that it stays one value on its line, and
+// Reading gives it as it was given.
+func TestReading_AndTheDumpQuoteTheReason(t *testing.T) {
+	ep := sharedEndpoint(t)
+	name := testName(t)
+	checkHistoryAtEnd(t, ep, name, &grantLog{})
+	s := newSem(t, newClient(t, ep), name, WithCapacity(2))
+	ctx := testCtx(t, 30*time.Second)
+	plainLines := strings.Count(s.Diagnostics(0), "\n")
+	for _, h := range hostile.Texts {
+		require.NoError(t, s.Break(ctx, errors.New(h.Value)))
+		waitFor(t, "the handle sees the break", func() bool { return s.Reading().Cause == h.Value })
+		quoted := strconv.Quote(h.Value)
+		dump := s.Diagnostics(0)
+		assert.Contains(t, dump, ", broken: "+quoted+"\n", h.Name)
+		assert.Equal(t, plainLines, strings.Count(dump, "\n"), "%s:\n%s", h.Name, dump)
+		_, _, err := s.TryAcquire(ctx, 1)
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "broken: "+quoted+": ", h.Name)
+		assert.NotContains(t, err.Error(), "\n", h.Name)
+		require.NoError(t, s.Repair(ctx))
+		waitFor(t, "the handle sees the repair", func() bool { return !s.Reading().Broken })
+	}
 }

@@ -75,7 +75,7 @@ func (s *Semaphore) closedError(c call) error { return s.fail(c, nil, ErrClosed.
 
 // brokenError is the error of acquire c on a semaphore broken for reason.
 func (s *Semaphore) brokenError(c call, reason string) error {
-	return s.fail(c, semaphore.Broken, "broken: "+reason+": "+semaphore.ErrBroken.Error(), semaphore.ErrBroken)
+	return s.fail(c, semaphore.Broken, "broken: "+strconv.Quote(reason)+": "+semaphore.ErrBroken.Error(), semaphore.ErrBroken)
 }
 
 // tooLargeError is the error of acquire c for more than the capacity.

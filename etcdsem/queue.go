@@ -162,7 +162,7 @@ func (q *queue) settle(rev int64) {
 		case keyWaiting:
 			switch {
 			case q.broken:
-				k.state, k.dead, k.deadAs = keyDead, fmt.Errorf("broken: %s: %w", q.reason, semaphore.ErrBroken), semaphore.Broken
+				k.state, k.dead, k.deadAs = keyDead, fmt.Errorf("broken: %q: %w", q.reason, semaphore.ErrBroken), semaphore.Broken
 			case k.n > q.capacity:
 				k.state, k.dead, k.deadAs = keyDead, fmt.Errorf("capacity shrunk to %d: %w", q.capacity, semaphore.ErrTooLarge), semaphore.TooLarge
 			case addSat(sum, k.n) <= q.capacity:

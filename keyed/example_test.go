@@ -70,6 +70,6 @@ func ExampleSet_Break() {
 	go u.Release() // a holder finishing its work
 	fmt.Println(s.Drain(context.Background()))
 	// Output:
-	// keyed "jobs": acquire 1 unit for key "tenant-2": broken: shutting down
+	// keyed "jobs": acquire 1 unit for key "tenant-2": broken: "shutting down"
 	// <nil>
 }

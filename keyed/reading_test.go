@@ -3,12 +3,15 @@ package keyed_test
 import (
 	"context"
 	"errors"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/fairsem/semaphore"
+	"github.com/fairsem/semaphore/internal/hostile"
 	"github.com/fairsem/semaphore/keyed"
 )
 
@@ -84,4 +87,37 @@ func TestReading_QuotesKeysInItsDetails(t *testing.T) {
 	require.True(t, ok)
 	defer u.Release()
 	assert.Equal(t, `key "a\n<b>\""`, set.Reading().Details[1].Name)
+}
+
+// Names, keys and Break's cause are values a user controls: the reading's
+// details, the dump and the errors quote them, so that each stays one value
+// on its line.
+func TestReading_AndTheDumpQuoteEveryValueAUserGives(t *testing.T) {
+	lines := func(v string) int {
+		set := keyed.New(2, keyed.WithName(v), keyed.WithLimit(4))
+		u, ok := set.TryAcquire(v, 1)
+		require.True(t, ok)
+		defer u.Release()
+		return strings.Count(set.Diagnostics(0), "\n")
+	}
+	want := lines("plain")
+	for _, h := range hostile.Texts {
+		quoted := strconv.Quote(h.Value)
+		set := keyed.New(2, keyed.WithName(h.Value), keyed.WithLimit(4))
+		u, ok := set.TryAcquire(h.Value, 1)
+		require.True(t, ok)
+		dump := set.Diagnostics(0)
+		assert.Equal(t, want, strings.Count(dump, "\n"), "%s:\n%s", h.Name, dump)
+		assert.Contains(t, dump, "keyed "+quoted, h.Name)
+		assert.Contains(t, dump, "most held by "+quoted, h.Name)
+		assert.Equal(t, "key "+quoted, set.Reading().Details[1].Name, h.Name)
+
+		set.Break(errors.New(h.Value))
+		_, err := set.Acquire(context.Background(), h.Value, 1)
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "for key "+quoted+": broken: "+quoted, h.Name)
+		assert.NotContains(t, err.Error(), "\n", h.Name)
+		assert.Equal(t, h.Value, set.Reading().Cause, h.Name)
+		u.Release()
+	}
 }

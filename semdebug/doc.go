@@ -37,7 +37,21 @@
 // concrete type: every limiter of this module implements both methods
 // (*semaphore.Semaphore, *keyed.Set, *admission.Controller, *admission.Group,
 // *adaptive.Limiter, *etcdsem.Semaphore; each type's Reading says what it
-// reads), and so does any type of one's own that implements them on a pointer.
+// reads), and so does any type of one's own that implements them on a pointer:
+//
+//	func (q *jobQueue) Reading() semaphore.Reading {
+//		q.mu.Lock()
+//		defer q.mu.Unlock()
+//		return semaphore.Reading{Kind: "job queue", Name: q.name,
+//			Capacity: q.limit, Held: q.running, Available: q.limit - q.running, Waiters: len(q.queued),
+//			// It counts no calls: the page shows its counters as "-".
+//			Unknown: semaphore.AllFields &^ (semaphore.CapacityField | semaphore.HeldField |
+//				semaphore.WaitersField | semaphore.BrokenField)}
+//	}
+//
+// A Reading that names no kind shows the object's type. What the core's fields
+// cannot say goes in Reading.Details, shown as the object gives it: an
+// adaptive.Limiter's capacity estimate, an admission controller's memory.
 //
 // "In use" is the units the object holds, as it counts them (Reading.Held),
 // never its capacity less its available units: a broken semaphore nobody holds
@@ -69,8 +83,13 @@
 //     runs for it. Rates are computed between readings at least a second apart,
 //     so two viewers refreshing together do not turn them into noise.
 //   - A page is rendered from one reading of each object, taken outside the
-//     rendering; every value is escaped by html/template (HTML) or quoted (text),
-//     so a hostile name cannot inject markup or forge a row.
+//     rendering. Every value a user or a peer controls (names, Break causes,
+//     holder labels, keys and client names in details) is escaped by
+//     html/template in HTML, attributes included, and quoted in the text form,
+//     where an object's own words (kinds, sites, details) are quoted when they
+//     would break their row (a line break, a tab, an escape, bytes that are not
+//     UTF-8): a hostile value can neither inject markup nor forge a row or a
+//     column. JSON carries every value as given.
 //   - Every response carries X-Content-Type-Options: nosniff and a
 //     Content-Security-Policy that allows the page's own origin only. The pages'
 //     style and script are files the handler serves next to the index, so

@@ -78,7 +78,8 @@ func ageText(d time.Duration) string {
 	return roundDuration(d).String()
 }
 
-// BrokenText says whether the object is broken, and why.
+// BrokenText says whether the object is broken, and why: the cause, a value a
+// user or a peer gave, quoted on every form.
 func (r *reading) BrokenText() string {
 	switch {
 	case r.Unknown&semaphore.BrokenField != 0:
@@ -86,7 +87,7 @@ func (r *reading) BrokenText() string {
 	case !r.Broken:
 		return "no"
 	case r.Cause != "":
-		return "yes: " + r.Cause
+		return "yes: " + strconv.Quote(r.Cause)
 	}
 	return "yes"
 }

@@ -125,8 +125,11 @@ func (h *handler) serveObject(w http.ResponseWriter, r *http.Request, format str
 		http.Error(w, fmt.Sprintf("no object with id %d: it was unregistered or collected", id), http.StatusNotFound)
 		return
 	}
-	h.reg.leaseSampling(e)
 	page := h.object(e, l)
+	// Sampling starts after the page is read, so that the history the page
+	// shows is what was sampled before this view, whatever the sampler's
+	// first reading races with.
+	h.reg.leaseSampling(e)
 	switch format {
 	case "json":
 		writeJSON(w, objectJSON(page))

@@ -191,7 +191,7 @@ func TestHandler_ShowsARealSemaphoresHoldersAndStall(t *testing.T) {
 		assert.Regexp(t, `1 +2s +2s +no`, body, "with holder tracking the head wait and the holder's age are exact")
 		_, _, body = get(t, h, "/d/1")
 		assert.Contains(t, body, `id="stalled"`)
-		assert.Contains(t, body, "nightly-report (handler_test.go:")
+		assert.Contains(t, body, "&#34;nightly-report&#34; (handler_test.go:")
 		u.Release()
 		require.NoError(t, <-done)
 		s.Release(1)

@@ -39,7 +39,7 @@ func TestPage_ABrokenSemaphoreNobodyHoldsHasNothingInUse(t *testing.T) {
 	assert.Regexp(t, fact("capacity", "4"), page)
 	assert.Regexp(t, fact("in use", "0"), page)
 	assert.Regexp(t, fact("available", "0"), page)
-	assert.Regexp(t, fact("broken", "yes: closing"), page)
+	assert.Regexp(t, fact("broken", `yes: "closing"`), page)
 }
 
 // A semaphore shrunk below what is held, or in debt after Consume, shows all
