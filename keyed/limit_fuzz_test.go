@@ -22,6 +22,7 @@ type fairKey struct {
 	held                        int64        // units granted at the limit, not released
 	granted                     uint64       // grants at the limit since the key became active
 	vfinish                     int64        // virtual time at which its last grant from a line ends
+	stale                       bool         // vfinish is from before the key was last made active
 }
 
 // fairModel is the sequential model of a set with a limit: per key a FIFO line
@@ -69,6 +70,9 @@ func (m *fairModel) toLimit(c *modelCall) {
 		k.granted++
 		c.state = "held"
 	default:
+		if k.stale {
+			k.vfinish, k.stale = m.vnow, false // a key made active anew owes nothing and is owed nothing
+		}
 		c.state = "limit"
 		m.seq[c] = m.nextSeq
 		m.nextSeq++
@@ -140,7 +144,11 @@ func (m *fairModel) first() string {
 	return best
 }
 
-func (m *fairModel) tag(k *fairKey) int64 { return max(k.vfinish, m.vnow) }
+// tag is the start tag of k's next grant: the end of its last, but no
+// earlier than a limit's worth of units before the virtual time now.
+func (m *fairModel) tag(k *fairKey) int64 {
+	return max(k.vfinish, m.vnow-m.limit*keyed.MaxWeight/k.weight)
+}
 
 func (m *fairModel) dispatch() {
 	if m.broken {
@@ -166,8 +174,9 @@ func (m *fairModel) dispatch() {
 			}
 		}
 		k.limitLine = k.limitLine[1:]
-		m.vnow = m.tag(k)
-		k.vfinish = m.vnow + c.n*keyed.MaxWeight/k.weight // in whole steps, as the set counts
+		tag := m.tag(k)
+		m.vnow = max(m.vnow, tag)
+		k.vfinish = tag + c.n*keyed.MaxWeight/k.weight // in whole steps, as the set counts
 		m.free -= c.n
 		k.held += c.n
 		k.granted++
@@ -282,7 +291,7 @@ func FuzzSetLimitModel(f *testing.F) {
 			seq: map[*modelCall]int{}, bound: map[*modelCall]int64{}}
 		for i, name := range m.order {
 			b := ops[1+i]
-			k := &fairKey{capacity: 100, weight: 1 + int64(b%4), guarantee: int64(b/4) % 4}
+			k := &fairKey{capacity: 100, weight: 1 + int64(b%4), guarantee: int64(b/4) % 4, stale: true}
 			if name == "c" {
 				k.capacity = 1 + int64(b/16)%3
 			}
@@ -361,8 +370,8 @@ func runLimitModel(t *testing.T, m *fairModel, ops []byte) {
 			k := m.keys[name]
 			active := m.active(name)
 			if !active && wasActive[name] {
-				k.granted = 0 // counted anew when the key becomes active again
-				k.vfinish = 0 // and owes nothing: it starts at the virtual time then
+				k.granted = 0  // counted anew when the key becomes active again
+				k.stale = true // and owes nothing: it starts at the virtual time when it next waits
 			}
 			wasActive[name] = active
 			waiting := len(k.keyLine) + len(k.limitLine)
