@@ -1,6 +1,9 @@
 package semaphore
 
-import "time"
+import (
+	"strconv"
+	"time"
+)
 
 // A Reading is one reading of a limiter of this module, or of any type that
 // speaks its contract, in plain values: what a debug page, a metrics exporter
@@ -92,7 +95,9 @@ type Detail struct {
 // counters as Stats gives them. Held is exact when the semaphore is broken,
 // shrunk below what is held, or in debt after Consume. It never sheds, so Shed
 // is 0. Without holder tracking, HeadWait and OldestHolder are 0 and Queued,
-// with Waiters, is what a reader can bound the head's wait by.
+// with Waiters, is what a reader can bound the head's wait by. The calls
+// acquired without waiting and the total time waited are among the details;
+// the holders and the wait list are not listed (Diagnostics lists them).
 func (s *Semaphore) Reading() Reading {
 	st := s.Stats()
 	r := Reading{
@@ -110,6 +115,10 @@ func (s *Semaphore) Reading() Reading {
 		TimedOut:     st.TimedOut,
 		Cancelled:    st.Cancelled,
 		Rejected:     st.Rejected,
+		Details: []Detail{
+			{Name: "acquired immediately", Value: strconv.FormatUint(st.AcquiredImmediately, 10)},
+			{Name: "total wait time", Value: st.WaitTime.String()},
+		},
 	}
 	if b := s.brokenState(); b != nil && b.cause != nil {
 		r.Cause = b.cause.Error()

@@ -242,6 +242,7 @@ func (c *Controller) evictionHelpsLocked(b blocker, base Resources, seq uint64) 
 // it is a readmitted permit that kept some, count again.
 func (c *Controller) admitLocked(p *Permit) {
 	c.avail = c.avail.Sub(p.base)
+	c.held = c.held.Add(p.base)
 	p.hasBase = true
 	p.setPhaseLocked(Active)
 	c.stats.Acquired++

@@ -36,6 +36,7 @@ type Controller struct {
 	lastDump       time.Time
 	limits         Resources // the configured limits
 	avail          Resources // limits minus everything permits hold; may be negative
+	held           Resources // everything permits hold: their base resources and what they consumed; may exceed limits
 	cpuConcurrency int       // admission stops at this many counted CPU marks (>= 1)
 	maxQueue       int       // admission queue bound; <= 0 unbounded
 	serializeMult  float64   // serialize limit = serializeMult x limits.Memory; 0 off

@@ -60,6 +60,7 @@ func (p *Permit) killCheckLocked(verb string, memory int64) error {
 
 func (p *Permit) takeLocked(r Resources) {
 	p.c.avail = p.c.avail.Sub(r)
+	p.c.held = p.c.held.Add(r)
 	p.consumed = p.consumed.Add(r)
 }
 
@@ -89,6 +90,7 @@ func (p *Permit) Return(r Resources) {
 
 func (p *Permit) returnLocked(r Resources) {
 	p.c.avail = p.c.avail.Add(r)
+	p.c.held = p.c.held.Sub(r)
 	p.consumed = p.consumed.Sub(r)
 }
 

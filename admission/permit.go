@@ -135,6 +135,7 @@ func (p *Permit) releaseBaseLocked() {
 	if p.hasBase {
 		p.hasBase = false
 		p.c.avail = p.c.avail.Add(p.base)
+		p.c.held = p.c.held.Sub(p.base)
 	}
 }
 

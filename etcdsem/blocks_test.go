@@ -591,14 +591,14 @@ func TestBlocks_ACancellationBeforeTheLocalGrantWins(t *testing.T) {
 	u, err := s.Acquire(ctx, 1)
 	require.NoError(t, err)
 	log.add(u)
-	granted := s.Snapshot().Acquired
+	granted := s.Reading().Acquired
 
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	v, err := s.Acquire(&cancelAfterCheck{Context: cctx, cancel: cancel}, 1)
 	require.ErrorIs(t, err, context.Canceled, "the context ended before the grant")
 	assert.Nil(t, v)
-	assert.Equal(t, granted, s.Snapshot().Acquired, "no grant counted")
+	assert.Equal(t, granted, s.Reading().Acquired, "no grant counted")
 	ep0 := s.blocks.ep.Load()
 	assert.Equal(t, int64(1), ep0.inUse.Load(), "units held")
 	assert.Equal(t, int64(1), ep0.holds.Load(), "holders")
@@ -717,7 +717,7 @@ func TestBlocks_StressCancellationsKeepTheCountsExact(t *testing.T) {
 	checkHistoryAtEnd(t, ep, name, log)
 	s := newSem(t, newClient(t, ep), name, WithCapacity(4), WithBlocks(2))
 	ctx := testCtx(t, time.Minute)
-	before := s.Snapshot().Acquired
+	before := s.Reading().Acquired
 	var granted atomic.Uint64
 	var wg sync.WaitGroup
 	for i := range 16 {
@@ -742,7 +742,7 @@ func TestBlocks_StressCancellationsKeepTheCountsExact(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	assert.Equal(t, granted.Load(), s.Snapshot().Acquired-before, "grants counted")
+	assert.Equal(t, granted.Load(), s.Reading().Acquired-before, "grants counted")
 	p := s.blocks
 	p.mu.Lock()
 	e := p.ep.Load()

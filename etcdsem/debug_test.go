@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestSnapshot_ShowsABlockModeSemaphoresHandlesAndCallers(t *testing.T) {
+func TestReading_ShowsABlockModeSemaphoresHandlesAndCallers(t *testing.T) {
 	ep := sharedEndpoint(t)
 	name := testName(t)
 	log := &grantLog{}
@@ -31,9 +31,9 @@ func TestSnapshot_ShowsABlockModeSemaphoresHandlesAndCallers(t *testing.T) {
 	_, err = a.Stats(ctx) // the mirror has caught up with both
 	require.NoError(t, err)
 
-	snap := a.Snapshot()
+	snap := a.Reading()
 	assert.Equal(t, int64(4), snap.Capacity)
-	assert.Equal(t, int64(4), snap.InUse, "a's block of 2 and b's key of 2")
+	assert.Equal(t, int64(4), snap.Held, "a's block of 2 and b's key of 2")
 	assert.Equal(t, uint64(1), snap.Acquired, "a's callers' grants")
 	labels := map[string]int64{}
 	for _, h := range snap.Holders {
@@ -47,8 +47,9 @@ func TestSnapshot_ShowsABlockModeSemaphoresHandlesAndCallers(t *testing.T) {
 	assert.Equal(t, "2", details["handles (processes)"])
 	assert.Contains(t, details[`handle "worker-a"`], "1 block of 2 units")
 	assert.Contains(t, details["this handle's callers"], "1 holder holding 1 unit")
-	assert.Equal(t, "etcd semaphore, blocks of 2", a.Kind())
-	assert.Equal(t, "etcd semaphore", b.Kind())
+	assert.Equal(t, "etcd semaphore, blocks of 2", snap.Kind)
+	assert.Equal(t, name, snap.Name)
+	assert.Equal(t, "etcd semaphore", b.Reading().Kind)
 	assert.NotContains(t, a.Diagnostics(0), "\nb <i>", "a hostile client name stays on its line")
 	assert.Contains(t, a.Diagnostics(1), "1 more handles")
 
@@ -67,7 +68,7 @@ func TestSnapshot_ShowsABlockModeSemaphoresHandlesAndCallers(t *testing.T) {
 
 // Every process's callers, as its report gives them, are on the page of any
 // handle; unknown stays "-".
-func TestSnapshot_ShowsEachProcesssReportedCallers(t *testing.T) {
+func TestReading_ShowsEachProcesssReportedCallers(t *testing.T) {
 	ep := sharedEndpoint(t)
 	name := testName(t)
 	log := &grantLog{}
@@ -89,7 +90,7 @@ func TestSnapshot_ShowsEachProcesssReportedCallers(t *testing.T) {
 
 	details := func() map[string]string {
 		out := map[string]string{}
-		for _, d := range viewer.Snapshot().Details {
+		for _, d := range viewer.Reading().Details {
 			out[d.Name] = d.Value
 		}
 		return out

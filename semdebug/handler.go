@@ -117,16 +117,16 @@ func (h *handler) serveIndex(w http.ResponseWriter, r *http.Request, format stri
 
 func (h *handler) serveObject(w http.ResponseWriter, r *http.Request, format string, id uint64) {
 	e := h.reg.lookup(id)
-	var src Source
+	var l Limiter
 	if e != nil {
-		src = e.load()
+		l = e.load()
 	}
-	if src == nil {
+	if l == nil {
 		http.Error(w, fmt.Sprintf("no object with id %d: it was unregistered or collected", id), http.StatusNotFound)
 		return
 	}
 	h.reg.leaseSampling(e)
-	page := h.object(e, src)
+	page := h.object(e, l)
 	switch format {
 	case "json":
 		writeJSON(w, objectJSON(page))

@@ -65,7 +65,7 @@ func writeObjectText(w io.Writer, o object) {
 	fmt.Fprintf(w, "\nread at %s\n\n", o.At.UTC().Format(time.RFC3339))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "capacity\t%s\nin use\t%s\navailable\t%s\nwaiters\t%s\n",
-		o.CapacityText(), o.InUseText(), o.AvailableText(), o.WaitersText())
+		o.CapacityText(), o.HeldText(), o.AvailableText(), o.WaitersText())
 	fmt.Fprintf(tw, "head wait\t%s\noldest holder\t%s\nbroken\t%s\n", o.HeadWaitText(), ageText(o.OldestHolder), o.BrokenText())
 	for _, c := range o.Counters() {
 		fmt.Fprintf(tw, "%s\t%s", c.Title, c.Total)
@@ -87,11 +87,11 @@ func writeObjectText(w io.Writer, o object) {
 		}
 		tw.Flush()
 	}
-	if len(o.WaitList) > 0 {
+	if len(o.Waiting) > 0 {
 		fmt.Fprintln(w, "\nwaiters, head first:")
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "  POSITION\tUNITS\tWAITED")
-		for i, wt := range o.WaitList {
+		for i, wt := range o.Waiting {
 			fmt.Fprintf(tw, "  %d\t%d\t%s\n", i+1, wt.Units, ageText(wt.Waited))
 		}
 		tw.Flush()
