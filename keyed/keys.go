@@ -136,17 +136,29 @@ func (s *Set) lookup(sh *shard, h uint64, key string) *entry {
 		if e == nil {
 			return nil
 		}
-		if e != tombstone && e.hash.Load() == h && e.ref() {
-			if e.hash.Load() == h && e.key == key {
-				return e
-			}
-			s.leave(e) // it became another key's: that key's reference, dropped
+		if e != tombstone && e.hash.Load() == h && s.refFor(e, h, key) {
+			return e
 		}
 		if i++; i == n {
 			i = 0
 		}
 	}
 	return nil
+}
+
+// refFor takes a reference to e if e serves key, of hash h, and reports
+// whether it did. It checks the key under the reference it took: e may have
+// become another key's since the caller loaded it, and then the reference was
+// that key's, and is dropped.
+func (s *Set) refFor(e *entry, h uint64, key string) bool {
+	if !e.ref() {
+		return false
+	}
+	if e.hash.Load() == h && e.key == key {
+		return true
+	}
+	s.leave(e)
+	return false
 }
 
 // joinSlow is join for a key that was not active, or whose entry was leaving,
