@@ -271,11 +271,14 @@ func (m *fairModel) active(key string) bool {
 // global semaphore, with Resize added: keys "a" and "b" have no key-level limit
 // to speak of (every request reaches the limit at once, in the order made) and
 // ask for 0 to limit+1 units; key "c" has capacity 1 to 3 and asks for all of
-// it (or one more), so that it reaches the limit one request at a time. After
-// each step it checks every call's outcome, each key's Stats and the set's
-// against the model, so that the limit is never exceeded, each key's calls are
-// served in order, no unit is lost or counted twice; and that a key below its
-// guarantee is served within the bound the package documentation states.
+// it (or one more), so that it reaches the limit one request at a time, its
+// demand hidden at its own level in between. Calls are made with Acquire,
+// AcquireInto and AcquireTimeout. After each step it checks every call's
+// outcome, each key's Stats and the set's against the model, so that the limit
+// is never exceeded, each key's calls are served in order, keys are served by
+// their start tags (a key's credit bounded by a limit's worth), no unit is lost
+// or counted twice; and that a key below its guarantee is served within the
+// bound the package documentation states.
 func FuzzSetLimitModel(f *testing.F) {
 	f.Add([]byte{3, 7, 13, 2, 0, 0, 0, 1, 0, 4, 1, 5, 0, 6, 0, 0, 4, 1, 5, 0, 8, 9})
 	f.Add([]byte{2, 0, 20, 1, 0, 3, 0, 4, 1, 3, 1, 4, 4, 0, 4, 1, 0, 7, 4, 2, 8, 4})
@@ -353,6 +356,7 @@ func runLimitModel(t *testing.T, m *fairModel, ops []byte) {
 					require.NoError(t, r.err, "step %d: call %d (%s, %d units) should be granted", step, c.id, c.key, c.n)
 				case "failed":
 					require.ErrorIs(t, r.err, c.err, "step %d: call %d (%s, %d units)", step, c.id, c.key, c.n)
+					require.Zero(t, r.u.Count(), "step %d: a failed call holds nothing", step)
 				default:
 					require.Failf(t, "returned while the model has it waiting", "step %d: call %d (%s, %d units) is at %s; got %v", step, c.id, c.key, c.n, c.state, r.err)
 				}
@@ -416,7 +420,8 @@ func runLimitModel(t *testing.T, m *fairModel, ops []byte) {
 		}
 		c := &modelCall{id: len(m.calls), key: key, n: n}
 		switch op {
-		case 0, 1:
+		case 0, 1: // Acquire; with op 1, AcquireInto
+			c.into = op == 1
 			enqueue(c)
 			start(c, false)
 		case 2:

@@ -136,7 +136,8 @@ func remove(line []*modelCall, c *modelCall) []*modelCall {
 	panic("not in line")
 }
 
-// FuzzSetModel drives a Set in a synctest bubble with Acquire (cancellable),
+// FuzzSetModel drives a Set in a synctest bubble with Acquire and AcquireInto
+// (cancellable; AcquireInto into Units released by earlier calls),
 // AcquireTimeout (each with a deadline at its own instant), TryAcquire, releases,
 // cancellations, the passing of time and Break, over three keys of capacities 1
 // to 3 and an optional global semaphore of capacity 1 to 4. With a global
@@ -144,10 +145,11 @@ func remove(line []*modelCall, c *modelCall) []*modelCall {
 // is too large), so a key grants one request at a time and the order in which
 // granted requests reach the global line is that of the model (requests a key
 // grants together would race to the global line). Without one, requests have
-// any weight from 0 to one more than the key's capacity. After each step, once every goroutine is blocked,
-// it checks that each call's outcome, each key's held units and waiters, and the
-// global semaphore's availability and waiters are the model's; at the end, that
-// everything came back and no key is left in the map.
+// any weight from 0 to one more than the key's capacity. After each step, once
+// every goroutine is blocked, it checks that each call's outcome, each key's
+// held units, waiters and calls granted since it became active, the set's
+// calls granted, and the global semaphore's availability and waiters are the
+// model's; at the end, that everything came back and no key is left.
 func FuzzSetModel(f *testing.F) {
 	f.Add([]byte{2, 1, 2, 3, 0, 0, 0, 1, 0, 2, 1, 4, 0, 6, 0, 0, 4, 1, 5, 0})
 	f.Add([]byte{3, 3, 2, 1, 2, 0, 2, 1, 2, 2, 0, 0, 6, 1, 4, 0, 6, 2, 7, 0})
