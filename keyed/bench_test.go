@@ -133,11 +133,11 @@ func BenchmarkTenant(b *testing.B) {
 								b.Fatal(err)
 							}
 						}
-						defer func() {
+						b.Cleanup(func() { // after the timed part
 							for i := range held {
 								held[i].Release()
 							}
-						}()
+						})
 					}
 					var next atomic.Uint64
 					b.ReportAllocs()
@@ -162,7 +162,7 @@ func BenchmarkTenant(b *testing.B) {
 							if err != nil {
 								b.Fatal(err)
 							}
-							defer u.Release()
+							b.Cleanup(u.Release)
 						}
 					}
 					var next atomic.Uint64
@@ -188,7 +188,7 @@ func BenchmarkTenant(b *testing.B) {
 							if err != nil {
 								b.Fatal(err)
 							}
-							defer x.release(k, e, 1)
+							b.Cleanup(func() { x.release(k, e, 1) })
 						}
 					}
 					var next atomic.Uint64

@@ -23,7 +23,7 @@ type Stats struct {
 	Keys    int    // keys active now: with holders or calls in progress
 	Limit   int64  // the limit of WithLimit now; 0 without one
 	Held    int64  // units held now by the set's Units, summed over keys (each also holds as many at the global level)
-	Waiters int    // calls in progress now: waiting for their key's units or the global level's
+	Waiters int    // calls waiting now: at their key's semaphore, or at the second level holding their key's units
 	Broken  bool   // Break was called
 
 	Acquired  uint64 // successful acquisitions (TryAcquire included)
