@@ -20,12 +20,25 @@ type namedLimiter struct {
 }
 
 func limiters() []namedLimiter {
+	weightOf := func(ts []tenant) func(string) int64 {
+		return func(key string) int64 {
+			for _, t := range ts {
+				if t.name == key {
+					return t.weight
+				}
+			}
+			return 1
+		}
+	}
 	return []namedLimiter{
 		{"global only (x/sync)", func(_ []tenant, limit int64) limiter {
 			return xsync{semaphore.NewWeighted(limit)}
 		}},
 		{"caps of limit/2 + global (keyed, WithGlobal)", func(_ []tenant, limit int64) limiter {
 			return keyedSet{keyed.New(limit/2, keyed.WithGlobal(core.New(limit)))}
+		}},
+		{"reference: the fair limit's order under one lock", func(ts []tenant, limit int64) limiter {
+			return newReference(limit, weightOf(ts))
 		}},
 		{"fair limit (keyed, WithLimit)", func(ts []tenant, limit int64) limiter {
 			of := func(f func(tenant) int64) func(string) int64 {
