@@ -1,8 +1,10 @@
 // Command fair measures how a global concurrency limit is shared among tenants
-// of different weights and demands, in real time, with three limiters: a
+// of different weights and demands, in real time, with these limiters: a
 // global limit only (golang.org/x/sync/semaphore), per-tenant caps under a
 // global semaphore (keyed with WithGlobal), and keyed's fair limit (WithLimit,
-// WithWeightFunc, WithGuaranteeFunc). Each tenant sends open-loop Poisson
+// WithWeightFunc, WithGuaranteeFunc), without caps per tenant (NoKeyLimit) and
+// with caps of half the limit, whose calls then wait at their tenant's own
+// level when the cap binds. Each tenant sends open-loop Poisson
 // arrivals; each request holds its units (one, unless the scenario says) for
 // the service time.
 //
@@ -25,7 +27,7 @@
 //     for its latency.
 //
 // A backend counts the units in service independently of the limiters and
-// checks the limit at every grant. A fourth limiter, a reference, runs the fair
+// checks the limit at every grant. A fifth limiter, a reference, runs the fair
 // limit's order (weighted fair queuing over units granted, a FIFO line per
 // tenant) as plainly as possible under one mutex, without a level per tenant:
 // what the policy gives, apart from how keyed implements it.
