@@ -1,6 +1,7 @@
 package keyed
 
 import (
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -91,7 +92,7 @@ func (l *limitSubject) Label() string { return l.label }
 // tryTake takes n units without the lock if nobody waits and they are free.
 // Its swap fails once a waiter's Or has set the flag (see the state word).
 func (l *fairLimit) tryTake(n int64) bool {
-	for {
+	for backoff := 1; ; backoff = min(2*backoff, maxBackoff) {
 		st := l.state.Load()
 		if st&flagContended != 0 || st>>1 < n {
 			return false
@@ -99,8 +100,18 @@ func (l *fairLimit) tryTake(n int64) bool {
 		if l.state.CompareAndSwap(st, st-n<<1) {
 			return true
 		}
+		// Another core changed the word between our load and swap: stepping
+		// aside, longer after each failure, lets it run a burst of takes and
+		// releases with the word's cache line local, as the core's lock-free
+		// acquire does.
+		for range backoff {
+			runtime.Gosched()
+		}
 	}
 }
+
+// maxBackoff caps the scheduler yields after a failed swap.
+const maxBackoff = 8
 
 // takeLocked takes n units if they are free, whether or not anyone waits:
 // dispatchLocked's grant, and a call's own before it queues. mu must be held.
