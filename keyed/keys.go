@@ -74,25 +74,29 @@ type shard struct {
 	_ [24]byte // the shards' hot words on separate cache lines
 }
 
-// An entry is one active key, or an idle one kept for another key.
+// An entry is one active key, or an idle one kept for another key. It holds
+// its key's semaphore, so that the two are one allocation of 128 bytes, and
+// what a call on the key writes (refs, acquired, the semaphore's state word)
+// and reads (hash, key, second) is in its first 64 bytes.
 type entry struct {
-	// Fixed for the entry's life.
-	sem    *semaphore.Semaphore // the key's level
-	second level                // the key's view of the second level; nil: none (see level.go)
+	refs atomic.Int32 // see the protocol above
 
 	// Set when the entry becomes a key's, under the shard's mutex, while refs
 	// is 0 (see the protocol). hash is atomic because readers that hold no
 	// reference read it; key is read only under a reference, or under the
 	// mutex.
-	key  string
 	hash atomic.Uint64
+	key  string
 
-	refs atomic.Int32 // see the protocol above
 	// acquired counts the key's calls granted since the entry became its key's:
 	// added to with atomic.AddUint64 by the calls, read atomically, and moved
 	// to its shard's retired under the mutex once refs is 0, when no call adds
 	// to it.
 	acquired uint64
+
+	// Fixed for the entry's life.
+	second level               // the key's view of the second level; nil: none (see level.go)
+	sem    semaphore.Semaphore // the key's level (semaphore.Semaphore.Init)
 }
 
 // ref takes a reference to e unless refs is 0 (see the protocol).
@@ -114,24 +118,34 @@ func (s *Set) shardOf(key string) (uint64, *shard) {
 	return h, &s.shards[h%shardCount]
 }
 
-// joinKey takes a reference to key's entry, making the key active if it is
-// not. On a broken set it takes nothing and returns the semaphore that fails
-// such calls.
-func (s *Set) joinKey(key string) (*entry, *shard, *semaphore.Semaphore) {
-	h, sh := s.shardOf(key)
-	if e := s.lookup(sh, h, key); e != nil {
+// join takes a reference to key's entry, making the key active if it is not,
+// for a call asking for n units. On a broken set it takes nothing and returns
+// the semaphore that fails such calls. It is the first step of every acquire:
+// its common case, a key already active found at its home slot, is written
+// out here, and the rest is in lookup and joinSlow.
+func (s *Set) join(key string, n int64) (*entry, *shard, *semaphore.Semaphore) {
+	if s.label == "" || n < 0 {
+		s.misuse(key, n)
+	}
+	h := maphash.String(s.seed, key)
+	sh := &s.shards[h%shardCount]
+	t := sh.table.Load()
+	i := t.home(h)
+	if e := t.slots[i].Load(); e != nil && e != tombstone && e.hash.Load() == h && s.refFor(e, h, key) {
+		return e, sh, nil
+	}
+	if e := s.lookup(t, i, h, key); e != nil {
 		return e, sh, nil
 	}
 	e, b := s.joinSlow(sh, h, key)
 	return e, sh, b
 }
 
-// lookup returns key's entry, of hash h, in shard sh, with a reference taken,
-// or nil if it found none without the lock. See the protocol.
-func (s *Set) lookup(sh *shard, h uint64, key string) *entry {
-	t := sh.table.Load()
+// lookup returns key's entry, of hash h, with a reference taken, searching t
+// from slot i, or nil if it found none without the lock. See the protocol.
+func (s *Set) lookup(t *table, i int, h uint64, key string) *entry {
 	n := len(t.slots)
-	for i, probes := t.home(h), 0; probes < n; probes++ {
+	for probes := 0; probes < n; probes++ {
 		e := t.slots[i].Load()
 		if e == nil {
 			return nil
@@ -252,7 +266,7 @@ func (s *Set) newEntry(capacity int64) *entry {
 	if s.observer != nil {
 		opts = append(opts[:len(opts):len(opts)], semaphore.WithObserver(&keyObserver{set: s, e: e}))
 	}
-	e.sem = semaphore.New(capacity, opts...)
+	e.sem.Init(capacity, opts...)
 	switch {
 	case s.limit != nil:
 		e.second = &flow{limit: s.limit}
@@ -264,13 +278,28 @@ func (s *Set) newEntry(capacity int64) *entry {
 
 // leave drops one reference to e, and makes its key inactive with the last.
 func (s *Set) leave(e *entry) {
+	if !e.unref() {
+		s.leaveSlow(e)
+	}
+}
+
+// unref drops one reference to e if it is not the last, and reports whether
+// it did: a swap from r >= 2 (see the protocol). Small enough to be inlined
+// into Units.Release.
+func (e *entry) unref() bool {
+	r := e.refs.Load()
+	return r > 1 && e.refs.CompareAndSwap(r, r-1)
+}
+
+// leaveSlow is leave when the swap failed or the reference may be the last.
+func (s *Set) leaveSlow(e *entry) {
 	for {
 		r := e.refs.Load()
 		if r <= 1 {
 			break
 		}
 		if e.refs.CompareAndSwap(r, r-1) {
-			return // not the last: others hold the entry in the table
+			return
 		}
 	}
 	// Perhaps the last: drop it under the mutex (see the protocol).

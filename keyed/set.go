@@ -255,17 +255,13 @@ func (s *Set) abandon(e *entry, sh *shard, key string, n int64, err error) error
 	return s.fail(sh, key, n, s.secondWhy, err)
 }
 
-// join is the entry of every acquire: it checks the request, and takes a
-// reference to key's entry (see keys.go), or, on a broken set, returns the
-// semaphore that fails such calls.
-func (s *Set) join(key string, n int64) (*entry, *shard, *semaphore.Semaphore) {
+// misuse panics for a zero set or a negative request: the programmer errors
+// every acquire checks first (join).
+func (s *Set) misuse(key string, n int64) {
 	if s.label == "" {
 		panic(errZeroSet)
 	}
-	if n < 0 {
-		s.panicf("acquire %d units for key %q: negative", n, key)
-	}
-	return s.joinKey(key)
+	s.panicf("acquire %d units for key %q: negative", n, key)
 }
 
 // errZeroSet is the panic of every method of a zero Set but String.

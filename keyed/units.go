@@ -45,7 +45,9 @@ func (u *Units) Release() {
 		lv.Release(n)
 	}
 	e.sem.Release(n)
-	u.set.leave(e)
+	if !e.unref() {
+		u.set.leaveSlow(e)
+	}
 }
 
 // Count returns the number of units u owns at each level: n until released, then
