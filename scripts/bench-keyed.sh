@@ -16,8 +16,11 @@ command -v benchstat >/dev/null || go install golang.org/x/perf/cmd/benchstat@la
 # One round runs every cell with every implementation once, and the rounds are
 # repeated, so that keyed and the map are interleaved in time and a slow spell
 # on a shared machine hits them alike.
-bin=$(mktemp -d)/keyed.test
-go test -c -o "$bin" ./keyed
+bin=${BIN:-}
+if [ -z "$bin" ]; then # BIN: a test binary of ./keyed built beforehand, as of a commit
+	bin=$(mktemp -d)/keyed.test
+	go test -c -o "$bin" ./keyed
+fi
 : > "$OUT"
 for round in $(seq "$COUNT"); do
 	echo "round $round of $COUNT" >&2
