@@ -76,7 +76,7 @@ func (s *Semaphore) checkUse(op string, n int64) {
 	}
 }
 
-// isZero reports whether s is a zero Semaphore, made without New: New always sets
+// isZero reports whether s is a zero Semaphore, made without New or Init: both set
 // opts, which is fixed from then on.
 func (s *Semaphore) isZero() bool { return s.opts == nil }
 

@@ -127,12 +127,29 @@ const MaxUnits = 1<<44 - 1
 // It panics if capacity is negative or larger than MaxUnits, or if an option is
 // given an invalid value. Without options it allocates one small object.
 func New(capacity int64, opts ...Option) *Semaphore {
-	s := &Semaphore{opts: &noOptions}
+	return new(Semaphore).init("New", capacity, opts)
+}
+
+// Init makes s, a zero Semaphore, what New returns, and returns s: for a type
+// that keeps a Semaphore inside itself, so that the two are one allocation.
+// Init must be called once, before any other method, and the Semaphore must not
+// be copied after. It panics if s was already made (by New or Init) and for the
+// values New panics for.
+func (s *Semaphore) Init(capacity int64, opts ...Option) *Semaphore {
+	if !s.isZero() {
+		s.panicf("Init(%d): already made", capacity)
+	}
+	return s.init("Init", capacity, opts)
+}
+
+// init is New and Init, named op in its panics.
+func (s *Semaphore) init(op string, capacity int64, opts []Option) *Semaphore {
+	s.opts = &noOptions
 	if len(opts) > 0 {
 		s.opts = newConfig(opts)
 	}
 	if capacity < 0 || capacity > MaxUnits {
-		s.panicf("New(%d): capacity must be between 0 and %d", capacity, int64(MaxUnits))
+		s.panicf("%s(%d): capacity must be between 0 and %d", op, capacity, int64(MaxUnits))
 	}
 	if s.opts.badMaxWaiters {
 		s.panicf("WithMaxWaiters(%d): the number of waiters must not be negative", s.opts.maxWaiters)

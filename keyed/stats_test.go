@@ -20,7 +20,7 @@ func TestStats_SumTheActiveKeysAndCountCalls(t *testing.T) {
 		ch := acquireAsync(context.Background(), s, "a", 1)
 		synctest.Wait()
 		assert.Equal(t, keyed.Stats{Name: "up", Keys: 2, Held: 3, Waiters: 1, Acquired: 2}, s.Stats())
-		assert.Equal(t, keyed.KeyStats{Key: "a", Capacity: 2, Held: 2, Waiters: 1}, s.KeyStats("a"))
+		assert.Equal(t, keyed.KeyStats{Key: "a", Capacity: 2, Held: 2, Waiters: 1, Acquired: 1}, s.KeyStats("a"))
 		assert.Equal(t, keyed.KeyStats{Key: "none", Capacity: 2}, s.KeyStats("none"))
 		a.Release()
 		r := <-ch
