@@ -63,7 +63,7 @@ func TestServer_SIGKILLAndRestartKeepsHoldersAndPlaces(t *testing.T) {
 	uc := <-cGot
 	log.add(uc)
 	require.NoError(t, uc.Release(ctx))
-	checkHistory(t, a.cli, name, log)
+	checkHistory(t, a.sess.cli, name, log)
 }
 
 func TestServer_SIGSTOPPastTTLTellsHoldersWhileStopped(t *testing.T) {
@@ -103,7 +103,7 @@ func TestServer_SIGSTOPPastTTLTellsHoldersWhileStopped(t *testing.T) {
 	require.NoError(t, err)
 	log.add(u)
 	require.NoError(t, u.Release(ctx))
-	checkHistory(t, a.cli, name, log)
+	checkHistory(t, a.sess.cli, name, log)
 }
 
 func TestCluster_LeaderKillAndStopKeepCheckerCleanAndProgress(t *testing.T) {
@@ -186,7 +186,7 @@ func TestCluster_LeaderKillAndStopKeepCheckerCleanAndProgress(t *testing.T) {
 	close(stop)
 	wg.Wait()
 	t.Logf("%d grants, %d acquires failed by faults", grants.Load(), lost.Load())
-	n := checkHistory(t, sems[0].cli, name, log)
+	n := checkHistory(t, sems[0].sess.cli, name, log)
 	assert.GreaterOrEqual(t, n, int(grants.Load()))
 }
 

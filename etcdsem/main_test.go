@@ -158,9 +158,9 @@ func testCtx(t testing.TB, d time.Duration) context.Context {
 // debugState describes a handle's mirror and requests, for failing tests. Its
 // RPCs run outside the handle's lock.
 func (s *Semaphore) debugState() string {
+	l := s.sess.current()
 	s.mu.Lock()
-	l := s.lease
-	out := fmt.Sprintf("handle %s: rev %d cap %d broken %v lease %p\n", s.cfg.clientTag, s.q.rev, s.q.capacity, s.q.broken, l)
+	out := fmt.Sprintf("handle %s: rev %d cap %d broken %v lease %p\n", s.clientTag, s.q.rev, s.q.capacity, s.q.broken, l)
 	for _, k := range s.q.keys {
 		out += fmt.Sprintf("  key %s rev %d n %d state %d grantRev %d\n", k.key, k.createRev, k.n, k.state, k.grantRev)
 	}
@@ -173,7 +173,7 @@ func (s *Semaphore) debugState() string {
 		out += fmt.Sprintf("  lease %x deadline in %v cause %v\n", int64(l.id), time.Until(l.deadline), l.cause)
 		l.mu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-		ttl, err := s.cli.TimeToLive(ctx, l.id)
+		ttl, err := s.sess.cli.TimeToLive(ctx, l.id)
 		cancel()
 		if err == nil {
 			out += fmt.Sprintf("  server TTL %d\n", ttl.TTL)
@@ -182,7 +182,7 @@ func (s *Semaphore) debugState() string {
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-	resp, err := s.cli.Get(ctx, s.qprefix, clientv3.WithPrefix())
+	resp, err := s.sess.cli.Get(ctx, s.qprefix, clientv3.WithPrefix())
 	cancel()
 	if err == nil {
 		for _, kv := range resp.Kvs {
@@ -191,3 +191,10 @@ func (s *Semaphore) debugState() string {
 	}
 	return out
 }
+
+// req returns the request plain-mode units hold: their key.
+func (u *Units) req() *request { return u.hold.(*request) }
+
+// localWaiters returns the number of s's callers waiting for units of its
+// blocks.
+func localWaiters(s *Semaphore) int { return s.pool.ep.Load().local.Waiters() }

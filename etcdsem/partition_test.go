@@ -37,7 +37,7 @@ func TestPartition_LostClosesBeforeTheNextGrant(t *testing.T) {
 		go func() {
 			for resp := range wch {
 				for _, ev := range resp.Events {
-					if ev.Type == mvccpb.DELETE && ev.Kv.ModRevision > h.Token() && strings.HasSuffix(string(ev.Kv.Key), h.r.key[strings.LastIndex(h.r.key, "/"):]) {
+					if ev.Type == mvccpb.DELETE && ev.Kv.ModRevision > h.Token() && strings.HasSuffix(string(ev.Kv.Key), h.req().key[strings.LastIndex(h.req().key, "/"):]) {
 						deleted <- time.Now()
 						return
 					}
@@ -55,8 +55,8 @@ func TestPartition_LostClosesBeforeTheNextGrant(t *testing.T) {
 		waitWaiters(t, b, 1)
 
 		// Let a renewal through first, so the loss is counted from one.
-		first := deadlineOf(h.r.lease)
-		require.Eventually(t, func() bool { return deadlineOf(h.r.lease).After(first) }, 10*time.Second, 10*time.Millisecond)
+		first := deadlineOf(h.req().lease)
+		require.Eventually(t, func() bool { return deadlineOf(h.req().lease).After(first) }, 10*time.Second, 10*time.Millisecond)
 		px.hold(true, true)
 		heldAt := time.Now()
 		var lostAt time.Time
@@ -102,7 +102,7 @@ func TestLease_RenewalsKeepUnitsPastTheTTL(t *testing.T) {
 	u, err := s.Acquire(ctx, 1)
 	require.NoError(t, err)
 	log.add(u)
-	l := u.r.lease
+	l := u.req().lease
 	first := deadlineOf(l)
 	// Until renewals have moved the deadline a whole TTL on, past the first
 	// lease's expiry (its deadline plus the margin): the units outlive one TTL.
