@@ -672,6 +672,48 @@ func TestBlocks_TryAcquireDoesNotJumpACallerThatWaitsForTheNewBlock(t *testing.T
 	}
 }
 
+// A TryAcquire never takes units a waiting caller of its handle is owed:
+// with one caller waiting for more units than are free in the handle's
+// blocks, a TryAcquire (or an AcquireTimeout that does not wait) of fewer
+// units than are free fails, and the waiter is served first once units come
+// back.
+func TestBlocks_TryAcquireNeverTakesUnitsAWaiterOfItsHandleIsOwed(t *testing.T) {
+	ep := sharedEndpoint(t)
+	name := testName(t)
+	log := &grantLog{}
+	checkHistoryAtEnd(t, ep, name, log)
+	s := newSem(t, newClient(t, ep), name, WithCapacity(4), WithBlocks(4))
+	ctx := testCtx(t, 20*time.Second)
+
+	held, err := s.Acquire(ctx, 2) // takes a block of the whole capacity: 2 units stay free
+	require.NoError(t, err)
+	log.add(held)
+	waiting := startWaiting(ctx, s, 3)
+	waitFor(t, "the caller of 3 units waits", func() bool { return localWaiters(s) == 1 })
+
+	u, ok, err := s.TryAcquire(ctx, 1)
+	require.NoError(t, err)
+	if ok {
+		log.add(u)
+		require.NoError(t, u.Release(ctx))
+	}
+	assert.False(t, ok, "1 of the 2 free units: the waiting caller is owed them")
+	_, err = s.AcquireTimeout(ctx, 0, 2)
+	assert.ErrorIs(t, err, semaphore.ErrTimedOut, "an acquire that does not wait does not take them either")
+
+	require.NoError(t, held.Release(ctx))
+	w := <-waiting
+	require.NotNil(t, w, "the waiter is served once the units come back")
+	log.add(w)
+	assert.Equal(t, int64(3), w.Count())
+	u, ok, err = s.TryAcquire(ctx, 1)
+	require.NoError(t, err)
+	require.True(t, ok, "with nobody waiting, a TryAcquire takes the unit left")
+	log.add(u)
+	require.NoError(t, u.Release(ctx))
+	require.NoError(t, w.Release(ctx))
+}
+
 // At capacity 0 a block-mode handle grants 0 units and refuses more as too
 // large, until a Resize lets them in; AcquireTimeout with a zero or negative
 // duration never waits: it is granted when TryAcquire would be, and times out
