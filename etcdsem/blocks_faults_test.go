@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -109,6 +108,7 @@ func (l *blockLoad) end() {
 }
 
 func TestBlocks_LeaderKillStopAndMemberKillKeepTheBoundUnderLoad(t *testing.T) {
+	faultTest(t)
 	procs := newCluster(t, 3)
 	for _, p := range procs {
 		p.start()
@@ -155,6 +155,7 @@ func TestBlocks_LeaderKillStopAndMemberKillKeepTheBoundUnderLoad(t *testing.T) {
 }
 
 func TestBlocks_SingleMemberSIGSTOPAndSIGKILLKeepTheBoundUnderLoad(t *testing.T) {
+	faultTest(t)
 	p := newCluster(t, 1)[0]
 	p.start()
 	waitHealthy(t, p)
@@ -191,6 +192,7 @@ func TestBlocks_SingleMemberSIGSTOPAndSIGKILLKeepTheBoundUnderLoad(t *testing.T)
 // The partition through the proxy, under load: a handle cut off from etcd
 // tells its holders of the loss before the other handle can take the units.
 func TestBlocks_PartitionUnderLoadKeepsTheBound(t *testing.T) {
+	faultTest(t)
 	ep := sharedEndpoint(t)
 	name := testName(t)
 	const capacity = 4
@@ -225,6 +227,7 @@ const blocksClientEnv = "ETCDSEM_TEST_BLOCKS_CLIENT"
 
 func init() {
 	if spec := os.Getenv(blocksClientEnv); spec != "" {
+		watchParent()
 		os.Exit(blocksClient(spec))
 	}
 }
@@ -260,6 +263,7 @@ func blocksClient(spec string) int {
 }
 
 func TestBlocks_ClientProcessSIGKILLGivesTheUnitsBackAfterTheTTL(t *testing.T) {
+	faultTest(t)
 	ep := sharedEndpoint(t)
 	name := testName(t)
 	const capacity = 4
@@ -269,10 +273,9 @@ func TestBlocks_ClientProcessSIGKILLGivesTheUnitsBackAfterTheTTL(t *testing.T) {
 
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), blocksClientEnv+"="+ep+" "+name+" "+strconv.Itoa(capacity))
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	out, err := cmd.StdoutPipe()
 	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
+	require.NoError(t, startChild(t, cmd))
 	line, err := bufio.NewReader(out).ReadString('\n')
 	require.NoError(t, err)
 	require.Equal(t, "held\n", line, "the client process holds every unit")
@@ -285,7 +288,7 @@ func TestBlocks_ClientProcessSIGKILLGivesTheUnitsBackAfterTheTTL(t *testing.T) {
 		got <- u
 	}()
 	waitWaiters(t, s, 1)
-	require.NoError(t, cmd.Process.Kill())
+	killGroup(cmd.Process.Pid)
 	killed := time.Now()
 	_ = cmd.Wait()
 	u := <-got

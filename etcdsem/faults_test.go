@@ -17,6 +17,7 @@ import (
 )
 
 func TestServer_SIGKILLAndRestartKeepsHoldersAndPlaces(t *testing.T) {
+	faultTest(t)
 	p := newCluster(t, 1)[0]
 	p.start()
 	waitHealthy(t, p)
@@ -67,6 +68,7 @@ func TestServer_SIGKILLAndRestartKeepsHoldersAndPlaces(t *testing.T) {
 }
 
 func TestServer_SIGSTOPPastTTLTellsHoldersWhileStopped(t *testing.T) {
+	faultTest(t)
 	p := newCluster(t, 1)[0]
 	p.start()
 	waitHealthy(t, p)
@@ -107,6 +109,7 @@ func TestServer_SIGSTOPPastTTLTellsHoldersWhileStopped(t *testing.T) {
 }
 
 func TestCluster_LeaderKillAndStopKeepCheckerCleanAndProgress(t *testing.T) {
+	faultTest(t)
 	procs := newCluster(t, 3)
 	for _, p := range procs {
 		p.start()
@@ -195,6 +198,7 @@ func TestCluster_LeaderKillAndStopKeepCheckerCleanAndProgress(t *testing.T) {
 // renewal), while the server is still stopped; it never retries its
 // transaction on a lease the server, once it resumes, no longer knows.
 func TestServer_SIGSTOPPastTTLEndsAnAcquireInFlight(t *testing.T) {
+	faultTest(t)
 	p := newCluster(t, 1)[0]
 	p.start()
 	waitHealthy(t, p)

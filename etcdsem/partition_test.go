@@ -16,6 +16,7 @@ import (
 // (Lost closes) strictly before anyone else can be granted them: before the
 // server deletes its key, which every other grant waits for.
 func TestPartition_LostClosesBeforeTheNextGrant(t *testing.T) {
+	faultTest(t)
 	ep := sharedEndpoint(t)
 	name := testName(t)
 	px := newProxy(t, ep)
@@ -138,6 +139,7 @@ func deadlineOf(l *lease) time.Time {
 // WithSemaphore cancels fn's context, with a cause wrapping ErrLost, when the
 // units are lost.
 func TestWithSemaphore_LossCancelsFnContext(t *testing.T) {
+	faultTest(t)
 	ep := sharedEndpoint(t)
 	name := testName(t)
 	log := &grantLog{}

@@ -420,10 +420,12 @@ func waiters(t testing.TB, s *Semaphore) int {
 	return len(st.Waiters)
 }
 
-// waitWaiters waits until s sees n waiters.
+// waitWaiters waits until s sees n waiters. The bound is a minute and a
+// half: hundreds of acquires under the race detector on a machine whose cores
+// are busy can take tens of seconds to be written.
 func waitWaiters(t testing.TB, s *Semaphore, n int) {
 	t.Helper()
-	require.Eventually(t, func() bool { return waiters(t, s) == n }, 30*time.Second, 25*time.Millisecond, "waiting for %d waiters", n)
+	require.Eventually(t, func() bool { return waiters(t, s) == n }, 90*time.Second, 25*time.Millisecond, "waiting for %d waiters", n)
 }
 
 func noQueueKeys(t testing.TB, cli *clientv3.Client, name string) bool {
