@@ -130,6 +130,41 @@ func TestLease_RenewalsKeepUnitsPastTheTTL(t *testing.T) {
 	require.NoError(t, u.Release(ctx))
 }
 
+// Over a link slower than a third of the TTL, a lease is renewed in time
+// from its grant on: the first renewal goes as soon as the grant's reply
+// arrives (a third of the TTL after the grant's send, or at once if that has
+// passed), not a third of the TTL after the reply, so the first deadline,
+// counted from the grant's send, is met; the units are kept for three TTLs.
+func TestLease_ASlowLinkKeepsTheLeaseFromItsGrant(t *testing.T) {
+	faultTest(t)
+	ep := sharedEndpoint(t)
+	name := testName(t)
+	log := &grantLog{}
+	checkHistoryAtEnd(t, ep, name, log)
+	px := newProxy(t, ep)
+	// Each reply takes 2.5s: a renewal sent as the grant's reply arrives is
+	// acknowledged 5s after the grant's send, within the TTL less the margin
+	// (5.8s); one sent a third of the TTL later is not.
+	const ttl = 6 * time.Second
+	s := newSem(t, newClient(t, px.endpoint()), name, WithCapacity(1), WithTTL(ttl), WithSafetyMargin(200*time.Millisecond))
+	t.Cleanup(func() { px.delay(0) }) // before s's Close
+	px.delay(2500 * time.Millisecond)
+	ctx := testCtx(t, time.Minute)
+	u, err := s.Acquire(ctx, 1) // the lease is granted over the slow link
+	require.NoError(t, err)
+	log.add(u)
+	assert.Never(t, func() bool {
+		select {
+		case <-u.Lost():
+			return true
+		default:
+			return false
+		}
+	}, 3*ttl, 50*time.Millisecond, "the units are lost over a link that renews in time: %v", u.Err())
+	px.delay(0)
+	require.NoError(t, u.Release(ctx))
+}
+
 func deadlineOf(l *lease) time.Time {
 	l.mu.Lock()
 	defer l.mu.Unlock()
