@@ -85,15 +85,17 @@ func (h *handle) acquire(ctx context.Context, n int64) (*Units, error) {
 // txnAcquire writes r's key in one transaction: if the semaphore is not
 // broken, n does not exceed the capacity and the key is absent, put the key;
 // otherwise read the key, the broken key and the capacity. An attempt whose
-// outcome is unknown is retried, the same transaction, until it gets an answer,
+// outcome is unknown is retried, the same transaction (an attempt that timed
+// out by one twice as long: see attempts), until it gets an answer,
 // etcd refuses it, its lease is gone, r is settled (granted, with a nil
 // answer, or failed: its lease lost, the handle closed) or ctx ends: a retry
 // after a write that landed takes the else branch and finds the key, keeping
 // its place.
 func (h *handle) txnAcquire(ctx context.Context, r *request) (*clientv3.TxnResponse, int, error) {
 	val := formatValue(r.n, r.born, h.clientTag)
+	bound := attempts{s: h.sess}
 	for attempts := 1; ; attempts++ {
-		actx, cancel := context.WithTimeout(ctx, h.sess.attemptTimeout())
+		actx, cancel := bound.context(ctx)
 		resp, err := h.sess.cli.Txn(actx).If(
 			clientv3.Compare(clientv3.Version(r.key), "=", 0),
 			clientv3.Compare(clientv3.Version(h.brokenKey), "=", 0),
@@ -105,6 +107,7 @@ func (h *handle) txnAcquire(ctx context.Context, r *request) (*clientv3.TxnRespo
 			clientv3.OpGet(h.brokenKey),
 			clientv3.OpGet(h.capKey),
 		).Commit()
+		bound.ended(actx, err)
 		cancel()
 		if err == nil || ctx.Err() != nil || classify(err) != rpcUnknown {
 			return resp, attempts, err

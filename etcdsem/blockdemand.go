@@ -53,9 +53,12 @@ type blockManager struct {
 	head      string        // the key of another handle heading the etcd queue at the last look
 	headSince time.Time     // since when it has
 	report    reportState   // the handle's report as last written (report.go)
+	rpc       attempts      // bounds the manager's RPCs, each retried at a later step until answered
 }
 
-func newBlockManager(p *blockPool) *blockManager { return &blockManager{p: p, free: -1} }
+func newBlockManager(p *blockPool) *blockManager {
+	return &blockManager{p: p, free: -1, rpc: attempts{s: p.h.sess}}
+}
 
 // blockIdle is how long units sit free before a handle gives them back when
 // nobody else waits: units found free at two checks blockIdle apart go back.
@@ -177,8 +180,9 @@ func (m *blockManager) step(idle bool) bool {
 	m.ask(ep, v, waiting, maxN, free, held)
 	ok := m.settle(changes)
 	for _, b := range released {
-		ctx, cancel := context.WithTimeout(p.h.sess.ctx, p.h.sess.attemptTimeout())
+		ctx, cancel := m.rpc.context(p.h.sess.ctx)
 		err := b.Release(ctx)
+		m.rpc.ended(ctx, err)
 		cancel()
 		if err != nil && !errors.Is(err, ErrLost) {
 			l.mu.Lock()
@@ -280,13 +284,14 @@ func (m *blockManager) settle(changes []settleChange) bool {
 	p := m.p
 	ok := true
 	for _, c := range changes {
-		ctx, cancel := context.WithTimeout(p.h.sess.ctx, p.h.sess.attemptTimeout())
+		ctx, cancel := m.rpc.context(p.h.sess.ctx)
 		var err error
 		if c.to == 0 {
 			err = c.b.units.Release(ctx)
 		} else {
 			err = c.b.units.Return(ctx, c.from-c.to)
 		}
+		m.rpc.ended(ctx, err)
 		cancel()
 		if err != nil {
 			ok = ok && errors.Is(err, ErrLost)

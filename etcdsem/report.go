@@ -93,8 +93,9 @@ func (m *blockManager) publish(idle bool) {
 		return
 	}
 	now := time.Now()
-	ctx, cancel := context.WithTimeout(h.sess.ctx, h.sess.attemptTimeout())
+	ctx, cancel := m.rpc.context(h.sess.ctx)
 	_, err := h.sess.cli.Put(ctx, h.reportKey(l.id), formatReport(c, now, h.clientTag), clientv3.WithLease(l.id))
+	m.rpc.ended(ctx, err)
 	cancel()
 	r.failed = err != nil
 	if err == nil {

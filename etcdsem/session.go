@@ -2,6 +2,7 @@ package etcdsem
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -129,6 +130,36 @@ func (s *session) callContext(ctx context.Context) (cctx context.Context, stop f
 // is abandoned and retried rather than waited on forever.
 func (s *session) attemptTimeout() time.Duration { return max(s.ttl/3, time.Second) }
 
+// An attempts bounds the attempts of one RPC that is retried until it is
+// answered: each attempt that times out is followed by one twice as long, up
+// to the lease TTL, so that a reply slower than one attempt (a slow link, a
+// busy server) is waited for rather than asked for again and again for as long
+// as the caller lets it. A reply slower than the TTL cannot keep the lease
+// either: the call then ends with the lease's loss.
+type attempts struct {
+	s    *session
+	wait time.Duration // the bound of the next attempt; 0 before the first
+}
+
+// context returns the context of the next attempt on ctx.
+func (a *attempts) context(ctx context.Context) (context.Context, context.CancelFunc) {
+	if a.wait == 0 {
+		a.wait = a.s.attemptTimeout()
+	}
+	return context.WithTimeout(ctx, a.wait)
+}
+
+// ended records how the attempt of actx ended: one that timed out doubles the
+// next's bound, an answer resets it.
+func (a *attempts) ended(actx context.Context, err error) {
+	switch {
+	case err == nil:
+		a.wait = 0
+	case errors.Is(actx.Err(), context.DeadlineExceeded):
+		a.wait = max(min(2*a.wait, a.s.ttl), a.s.attemptTimeout())
+	}
+}
+
 // retryPause separates retries of an RPC whose outcome is unknown.
 const retryPause = 50 * time.Millisecond
 
@@ -138,11 +169,13 @@ const retryPause = 50 * time.Millisecond
 // delete from deleting a newer key of the same name.
 func (s *session) deleteLater(key string, createRev int64) {
 	s.spawn(func() {
+		a := attempts{s: s}
 		for s.ctx.Err() == nil {
-			actx, cancel := context.WithTimeout(s.ctx, s.attemptTimeout())
+			actx, cancel := a.context(s.ctx)
 			_, err := s.cli.Txn(actx).
 				If(clientv3.Compare(clientv3.CreateRevision(key), "=", createRev)).
 				Then(clientv3.OpDelete(key)).Commit()
+			a.ended(actx, err)
 			cancel()
 			if err == nil {
 				return
