@@ -65,18 +65,15 @@ func newBlockManager(p *blockPool) *blockManager {
 const blockIdle = time.Second
 
 // A blockRequest is one block asked of etcd: an acquire of the handle on a
-// goroutine of its own.
+// goroutine of its own, which adds the block it is granted to the ledger
+// itself, so that the callers waiting for it are fed without a hop through
+// the manager.
 type blockRequest struct {
 	ep     *epoch    // the epoch whose callers it is for
 	n      int64     // units asked
 	at     time.Time // when asked
 	cancel context.CancelFunc
-	done   chan blockResult // capacity 1: the goroutine never blocks
-}
-
-type blockResult struct {
-	u   *Units
-	err error
+	done   chan struct{} // closed when the request has ended
 }
 
 // run is the manager's loop.
@@ -91,9 +88,9 @@ func (m *blockManager) run() {
 	var retry <-chan time.Time
 	advanced := p.h.advanced()
 	for {
-		var granted chan blockResult
+		var ended chan struct{}
 		if m.pending != nil {
-			granted = m.pending.done
+			ended = m.pending.done
 		}
 		idle := false
 		select {
@@ -104,8 +101,8 @@ func (m *blockManager) run() {
 		case <-advanced:
 		case <-retry:
 			retry = nil
-		case res := <-granted:
-			m.blockGranted(res)
+		case <-ended:
+			m.requestEnded()
 		case <-tick.C:
 			idle = true
 		}
@@ -240,10 +237,16 @@ func (m *blockManager) ask(ep *epoch, v fleetView, waiting, maxN, free, held int
 		return
 	}
 	ctx, cancel := context.WithCancel(p.h.sess.ctx)
-	req := &blockRequest{ep: ep, n: n, at: time.Now(), cancel: cancel, done: make(chan blockResult, 1)}
+	req := &blockRequest{ep: ep, n: n, at: time.Now(), cancel: cancel, done: make(chan struct{})}
 	if !p.h.sess.spawn(func() {
+		defer close(req.done)
 		u, err := p.h.acquire(ctx, n)
-		req.done <- blockResult{u: u, err: err}
+		switch {
+		case err == nil:
+			p.addBlock(u)
+		case classify(err) == rpcRefused:
+			p.refused(ep, err)
+		}
 	}) {
 		cancel() // closing
 		return
@@ -254,21 +257,14 @@ func (m *blockManager) ask(ep *epoch, v fleetView, waiting, maxN, free, held int
 	p.ledger.mu.Unlock()
 }
 
-// blockGranted takes the answer to the block request.
-func (m *blockManager) blockGranted(res blockResult) {
-	p := m.p
-	req := m.pending
+// requestEnded forgets the block request, which has ended: granted (its
+// block added), refused (its callers failed) or cancelled.
+func (m *blockManager) requestEnded() {
+	m.pending.cancel()
 	m.pending = nil
-	req.cancel()
-	p.ledger.mu.Lock()
-	p.ledger.requested = 0
-	p.ledger.mu.Unlock()
-	switch {
-	case res.err == nil:
-		p.addBlock(res.u)
-	case classify(res.err) == rpcRefused:
-		p.refused(req.ep, res.err)
-	}
+	m.p.ledger.mu.Lock()
+	m.p.ledger.requested = 0
+	m.p.ledger.mu.Unlock()
 }
 
 // A settleChange is a block whose key is to weigh to units instead of from.
