@@ -22,9 +22,9 @@ func (s *Semaphore) Resize(ctx context.Context, c int64) error {
 	if err := s.errIfClosed(opCall(op)); err != nil {
 		return err
 	}
-	cctx, stop := s.callContext(ctx)
+	cctx, stop := s.sess.callContext(ctx)
 	defer stop()
-	if _, err := s.cli.Put(cctx, s.capKey, formatUnits(c)); err != nil {
+	if _, err := s.sess.cli.Put(cctx, s.capKey, formatUnits(c)); err != nil {
 		return s.failed(opCall(op), err)
 	}
 	return nil
@@ -43,9 +43,9 @@ func (s *Semaphore) Break(ctx context.Context, err error) error {
 	if cerr := s.errIfClosed(opCall("break")); cerr != nil {
 		return cerr
 	}
-	cctx, stop := s.callContext(ctx)
+	cctx, stop := s.sess.callContext(ctx)
 	defer stop()
-	if _, perr := s.cli.Put(cctx, s.brokenKey, err.Error()); perr != nil {
+	if _, perr := s.sess.cli.Put(cctx, s.brokenKey, err.Error()); perr != nil {
 		return s.failed(opCall("break"), perr)
 	}
 	return nil
@@ -57,9 +57,9 @@ func (s *Semaphore) Repair(ctx context.Context) error {
 	if err := s.errIfClosed(opCall("repair")); err != nil {
 		return err
 	}
-	cctx, stop := s.callContext(ctx)
+	cctx, stop := s.sess.callContext(ctx)
 	defer stop()
-	if _, err := s.cli.Delete(cctx, s.brokenKey); err != nil {
+	if _, err := s.sess.cli.Delete(cctx, s.brokenKey); err != nil {
 		return s.failed(opCall("repair"), err)
 	}
 	return nil
@@ -78,7 +78,7 @@ func (s *Semaphore) Drain(ctx context.Context) error {
 	if err := s.errIfClosed(opCall("drain")); err != nil {
 		return err
 	}
-	cctx, stop := s.callContext(ctx)
+	cctx, stop := s.sess.callContext(ctx)
 	defer stop()
 	if err := s.catchUp(cctx); err != nil {
 		if ctx.Err() != nil {
@@ -88,7 +88,7 @@ func (s *Semaphore) Drain(ctx context.Context) error {
 	}
 	for {
 		s.mu.Lock()
-		held, ch, closed := s.q.held(), s.q.advanced, s.closed
+		held, ch, closed := s.q.held(), s.q.advanced, s.sess.closed.Load()
 		s.mu.Unlock()
 		switch {
 		case closed:
@@ -154,7 +154,7 @@ func (s *Semaphore) Stats(ctx context.Context) (Stats, error) {
 	if err := s.errIfClosed(opCall("stats")); err != nil {
 		return Stats{}, err
 	}
-	cctx, stop := s.callContext(ctx)
+	cctx, stop := s.sess.callContext(ctx)
 	defer stop()
 	reports, rev, err := s.readReports(cctx)
 	if err == nil {

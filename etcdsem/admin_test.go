@@ -48,7 +48,7 @@ func TestBreak_FailsEveryWaiterAcrossClientsAndRepairRestores(t *testing.T) {
 	log.add(u)
 	require.NoError(t, u.Release(ctx))
 	assert.Panics(t, func() { _ = a.Break(ctx, nil) })
-	checkHistory(t, a.cli, name, log)
+	checkHistory(t, a.sess.cli, name, log)
 }
 
 // Break then Drain is the shutdown: Drain returns once every holder of every
@@ -89,7 +89,7 @@ func TestDrain_AfterBreakReturnsWhenEveryHolderHasReleased(t *testing.T) {
 	require.NoError(t, <-drained)
 	require.NoError(t, op.Close())
 	assert.ErrorIs(t, op.Drain(ctx), ErrClosed)
-	checkHistory(t, a.cli, name, log)
+	checkHistory(t, a.sess.cli, name, log)
 }
 
 func TestResize_GrowGrantsWaitersShrinkKeepsHoldersAndFailsTooLarge(t *testing.T) {
@@ -144,7 +144,7 @@ func TestResize_GrowGrantsWaitersShrinkKeepsHoldersAndFailsTooLarge(t *testing.T
 	us := <-small
 	log.add(us)
 	require.NoError(t, us.Release(ctx))
-	checkHistory(t, a.cli, name, log)
+	checkHistory(t, a.sess.cli, name, log)
 }
 
 func TestUnits_ReturnLowersTheWeightAndLetsWaitersIn(t *testing.T) {
@@ -172,7 +172,7 @@ func TestUnits_ReturnLowersTheWeightAndLetsWaitersIn(t *testing.T) {
 	require.NoError(t, h.Return(ctx, 1))
 	assert.Zero(t, h.Count(), "returning all is Release")
 	require.NoError(t, u.Release(ctx))
-	checkHistory(t, a.cli, name, log)
+	checkHistory(t, a.sess.cli, name, log)
 }
 
 // A handle started after a shrink learns from the history that a key above the
@@ -203,5 +203,5 @@ func TestNew_ReplaysHistoryToTellHoldersKeptByAShrink(t *testing.T) {
 	assert.True(t, ok)
 	log.add(u)
 	require.NoError(t, u.Release(ctx))
-	checkHistory(t, a.cli, name, log)
+	checkHistory(t, a.sess.cli, name, log)
 }

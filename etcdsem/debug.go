@@ -23,8 +23,8 @@ import (
 
 // kind says what s is: "etcd semaphore", or "etcd semaphore, blocks of N".
 func (s *Semaphore) kind() string {
-	if s.blocks != nil {
-		return "etcd semaphore, blocks of " + strconv.FormatInt(s.blocks.size, 10)
+	if s.pool != nil {
+		return "etcd semaphore, blocks of " + strconv.FormatInt(s.pool.size, 10)
 	}
 	return "etcd semaphore"
 }
@@ -45,7 +45,7 @@ const reportReadTimeout = time.Second
 
 // pageReports reads the reports for the debug page; nil if the read failed.
 func (s *Semaphore) pageReports() []Report {
-	ctx, cancel := context.WithTimeout(s.bgCtx, reportReadTimeout)
+	ctx, cancel := context.WithTimeout(s.sess.ctx, reportReadTimeout)
 	defer cancel()
 	rs, _, err := s.readReports(ctx)
 	if err != nil {
@@ -142,9 +142,9 @@ func (s *Semaphore) Reading() semaphore.Reading {
 	r.Details = append(r.Details, semaphore.Detail{Name: "handles (processes)", Value: strconv.Itoa(len(handles))})
 	r.Details = append(r.Details, semaphore.Detail{Name: "callers of the handles' blocks, as reported", Value: fleetCallers(reports, len(handles))})
 	for _, h := range handles {
-		r.Details = append(r.Details, semaphore.Detail{Name: "handle " + strconv.Quote(h.client), Value: h.describe(s.blocks != nil)})
+		r.Details = append(r.Details, semaphore.Detail{Name: "handle " + strconv.Quote(h.client), Value: h.describe(s.pool != nil)})
 	}
-	if p := s.blocks; p != nil {
+	if p := s.pool; p != nil {
 		r.Acquired = p.granted.Load()
 		r.Details = append(r.Details, semaphore.Detail{Name: "this handle's callers", Value: p.describe()})
 	} else {
@@ -196,14 +196,15 @@ func fleetCallers(reports []Report, handles int) string {
 
 // describe says what the pool's callers hold and wait for.
 func (p *blockPool) describe() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	c, ep := p.callersLocked(), p.ep.Load()
+	c := p.callers()
+	p.ledger.mu.Lock()
+	free, blocks, requested := p.usageLocked().free(), len(p.ledger.blocks), p.ledger.requested
+	p.ledger.mu.Unlock()
 	out := fmt.Sprintf("%s holding %s, %s waiting for %s, %s free in %s of %s",
 		countOf(c.holders, "holder"), unitCount(c.held), countOf(c.waiters, "caller"), unitCount(c.awaited),
-		unitCount(ep.local.Available()), countOf(len(p.ledger.blocks), "block"), unitCount(c.blocks))
-	if p.requested > 0 {
-		out += ", asking etcd for a block of " + unitCount(p.requested)
+		unitCount(free), countOf(blocks, "block"), unitCount(c.blocks))
+	if requested > 0 {
+		out += ", asking etcd for a block of " + unitCount(requested)
 	}
 	return out
 }
@@ -233,13 +234,13 @@ func (s *Semaphore) Diagnostics(maxLines int) string {
 		shown = shown[:maxLines]
 	}
 	for _, h := range shown {
-		fmt.Fprintf(&b, "handle %q: %s\n", h.client, h.describe(s.blocks != nil))
+		fmt.Fprintf(&b, "handle %q: %s\n", h.client, h.describe(s.pool != nil))
 	}
 	if len(shown) < len(handles) {
 		fmt.Fprintf(&b, "... %d more handles\n", len(handles)-len(shown))
 	}
-	if s.blocks != nil {
-		fmt.Fprintf(&b, "this handle's callers: %s\n", s.blocks.describe())
+	if s.pool != nil {
+		fmt.Fprintf(&b, "this handle's callers: %s\n", s.pool.describe())
 	}
 	return b.String()
 }

@@ -92,7 +92,7 @@ func TestReading_ShowsEachProcesssReportedCallers(t *testing.T) {
 		held = append(held, u)
 	}
 	waiting := startWaiting(ctx, a, 1) // every unit is held: it waits in a's queue
-	waitFor(t, "a's caller waits", func() bool { return a.blocks.nwait.Load() == 1 })
+	waitFor(t, "a's caller waits", func() bool { return localWaiters(a) == 1 })
 
 	details := func() map[string]string {
 		out := map[string]string{}
