@@ -1,6 +1,10 @@
 package adaptive
 
-import "time"
+import (
+	"time"
+
+	"github.com/fairsem/semaphore/internal/statsline"
+)
 
 // Stats is a snapshot of a Limiter's limit and counters. The counters only
 // grow.
@@ -40,4 +44,39 @@ func (l *Limiter) Stats() Stats {
 		Decreases:  l.decreases,
 		LastChange: l.lastChange,
 	}
+}
+
+// String writes s on one line, each field under the name the metrics and
+// Diagnostics give it, for example
+//
+//	adaptive limiter "backend" limit=19 capacity_estimate=13 in_flight=4 acquired=6468 succeeded=6400 dropped=12 ignored=52 shed=0 windows=310 increases=40 decreases=9 last_change=2026-03-04T05:06:07.891Z
+//
+// capacity_estimate is "unknown" while Estimate is 0, and last_change "never"
+// while LastChange is zero. The name is quoted; an unnamed limiter's line
+// begins "unnamed adaptive limiter".
+func (s Stats) String() string {
+	// One call per field, in the order they are declared: a field added to
+	// Stats adds its pair here (TestStats_StringNamesEveryField checks it).
+	l := statsline.New("adaptive limiter", s.Name)
+	l.Int("limit", int64(s.Limit))
+	if s.Estimate > 0 {
+		l.Int("capacity_estimate", int64(s.Estimate))
+	} else {
+		l.Word("capacity_estimate", "unknown")
+	}
+	l.Int("in_flight", int64(s.InFlight))
+	l.Uint("acquired", s.Acquired)
+	l.Uint("succeeded", s.Succeeded)
+	l.Uint("dropped", s.Dropped)
+	l.Uint("ignored", s.Ignored)
+	l.Uint("shed", s.Shed)
+	l.Uint("windows", s.Windows)
+	l.Uint("increases", s.Increases)
+	l.Uint("decreases", s.Decreases)
+	if s.LastChange.IsZero() {
+		l.Word("last_change", "never")
+	} else {
+		l.Time("last_change", s.LastChange)
+	}
+	return l.String()
 }
