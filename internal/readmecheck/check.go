@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/fairsem/semaphore/internal/buildflags"
 )
 
 // rootModulePath is the module path of the repository's root go.mod.
@@ -164,9 +166,12 @@ func compile(t testing.TB, moduleDir, module, readmePath string, snippets []assi
 		return string(out), err == nil
 	}
 	// The compiler reports every error at once; vet stops at the first type error.
-	out, ok := run("build", "-gcflags=-e", pkg)
+	// Both build as the test was built (-race under go test -race), so that the
+	// packages the snippets import come from the cache.
+	flags := buildflags.Args()
+	out, ok := run(slices.Concat([]string{"build"}, flags, []string{"-gcflags=-e", pkg})...)
 	if ok {
-		out, ok = run("vet", "-unreachable=false", pkg)
+		out, ok = run(slices.Concat([]string{"vet"}, flags, []string{"-unreachable=false", pkg})...)
 	}
 	if ok {
 		return nil
