@@ -140,7 +140,7 @@ type Stats struct {
 //	etcdsem "jobs" revision=1042 capacity=10 held=3 broken=false holders=2 waiters=1 reports=0
 //
 // with reason after broken=true when it is broken. semctl status lists the
-// entries; %+v prints them whole. Names and the reason are quoted.
+// entries; %#v prints them whole. Names and the reason are quoted.
 func (s Stats) String() string {
 	l := statsline.New("etcdsem", s.Name)
 	l.Int("revision", s.Revision)
