@@ -140,7 +140,11 @@ func TestStats_CapacityAndAvailableAreReadTogether(t *testing.T) {
 	})
 	defer wg.Wait()
 	defer stop.Store(true)
-	for range 200000 {
+	rounds := 200000
+	if testing.Short() {
+		rounds = 10000
+	}
+	for range rounds {
 		st := s.Stats()
 		require.LessOrEqual(t, st.Available, st.Capacity, "Stats %+v", st)
 	}
