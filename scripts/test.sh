@@ -10,11 +10,14 @@
 # test flags default to -race -count=1. Each package is printed as its tests
 # start and end, with the tests it skipped and why (scripts/testprogress).
 #
-# The default, fast form adds -short: tests that take more than a few seconds
-# (fault tests that kill, stop or cut off etcd's processes, long stress and
-# convergence runs, real-time benchmark programs) check testing.Short() and
-# skip, and x/sync's tests run 20 times each. -full runs everything: no
-# -short, and x/sync's tests 500 times each. .ci/run runs -full.
+# The default, fast form adds -short and -vet=off: tests that take more than a
+# few seconds (fault tests that kill, stop or cut off etcd's processes,
+# real-time benchmark programs) skip (internal/fulltest), stress tests run
+# fewer rounds, the README's snippets are compiled but not vetted, and x/sync's
+# tests run 20 times each; go test's own vet, which computes facts about every
+# dependency (etcd's, gRPC's) before it vets a package, is left to -full and to
+# CI's go vet. -full runs everything: no -short, go test's vet, and x/sync's
+# tests 500 times each. .ci/run runs -full.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -29,7 +32,7 @@ if $full; then
 	xsync=()
 else
 	echo "scripts/test.sh: every module's tests in their fast form (-short); about 7 minutes from a cold build cache on 2 cores, 2 warm; scripts/test.sh -full runs all of them"
-	set -- -short "$@"
+	set -- -short -vet=off "$@"
 	xsync=(-quick)
 fi
 begun=$SECONDS
@@ -44,6 +47,7 @@ for arg in "$@"; do
 done
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+echo "== go build ${race[*]} ./scripts/testprogress (from a cold cache, most of the standard library the tests need is compiled here)"
 go build "${race[@]}" -o "$tmp/testprogress" ./scripts/testprogress
 
 failed=()
