@@ -14,7 +14,7 @@ func TestFaultAndLong_SkipUnderShortOnly(t *testing.T) {
 	for name, mark := range map[string]func(testing.TB){"Fault": fulltest.Fault, "Long": fulltest.Long} {
 		t.Run(name, func(t *testing.T) {
 			var ran bool
-			inner := t.Run("marked", func(t *testing.T) {
+			inner := t.Run("skips-under-short", func(t *testing.T) {
 				mark(t)
 				ran = true
 			})
