@@ -125,8 +125,10 @@ func (h *handler) serveObject(w http.ResponseWriter, r *http.Request, format str
 		http.Error(w, fmt.Sprintf("no object with id %d: it was unregistered or collected", id), http.StatusNotFound)
 		return
 	}
-	h.reg.leaseSampling(e)
+	// The page shows the history as it stood when asked for; the lease then
+	// starts the sampler, whose first sample would otherwise race the read.
 	page := h.object(e, src)
+	h.reg.leaseSampling(e)
 	switch format {
 	case "json":
 		writeJSON(w, objectJSON(page))
