@@ -70,7 +70,11 @@ func TestString_CapacityAndAvailableAreReadTogether(t *testing.T) {
 	})
 	defer wg.Wait()
 	defer stop.Store(true)
-	for range 100000 {
+	rounds := 100000
+	if testing.Short() {
+		rounds = 5000
+	}
+	for range rounds {
 		str := s.String()
 		require.NotContains(t, str, "1001 of 1 unit", str)
 	}

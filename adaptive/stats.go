@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/fairsem/semaphore/internal/shed"
+	"github.com/fairsem/semaphore/internal/statsline"
 )
 
 // Stats is a snapshot of a Limiter's limit and counters. The counters only
@@ -74,35 +75,50 @@ func (l *Limiter) Stats() Stats {
 	return s
 }
 
-// String describes the snapshot in one line, most critical level first:
+// String writes s on one line, each field under the name the metrics and
+// Diagnostics give it, the levels most critical first, for example
 //
-//	adaptive limiter "db": limit 8, capacity estimate 8, 8 units in flight, 0 available, 3 calls waiting;
-//	calls: 120 acquired, 100 succeeded, 5 dropped, 7 ignored, 40 shed (36 at once);
-//	windows: 12, 3 raised the limit, 2 lowered it;
-//	critical: 2 units in flight, 0 waiting, 30 acquired, 0 shed (0 at once); default: ...; sheddable: ...
+//	adaptive limiter "backend" limit=19 capacity_estimate=13 in_flight=4 available=15 waiters=0 acquired=6468 succeeded=6400 dropped=12 ignored=52 shed=4 shed_at_once=4 windows=310 increases=40 decreases=9 last_change=2026-03-04T05:06:07.891Z levels=critical{in_flight=1,waiting=0,acquired=900,shed=0,shed_at_once=0},default{...},sheddable{...}
 //
-// (on one line). An unnamed limiter is "unnamed"; an unknown estimate is
-// "unknown".
+// capacity_estimate is "unknown" while Estimate is 0, and last_change "never"
+// while LastChange is zero. The name is quoted; an unnamed limiter's line
+// begins "unnamed adaptive limiter".
 func (s Stats) String() string {
-	var b strings.Builder
-	name := "unnamed"
-	if s.Name != "" {
-		name = fmt.Sprintf("%q", s.Name)
-	}
-	fmt.Fprintf(&b, "adaptive limiter %s: limit %d, capacity estimate ", name, s.Limit)
+	// One call per field, in the order they are declared: a field added to
+	// Stats adds its pair here (TestStats_StringNamesEveryField checks it).
+	l := statsline.New("adaptive limiter", s.Name)
+	l.Int("limit", int64(s.Limit))
 	if s.Estimate > 0 {
-		fmt.Fprintf(&b, "%d", s.Estimate)
+		l.Int("capacity_estimate", int64(s.Estimate))
 	} else {
-		b.WriteString("unknown")
+		l.Word("capacity_estimate", "unknown")
 	}
-	fmt.Fprintf(&b, ", %d units in flight, %d available, %d calls waiting; ", s.InFlight, s.Available, s.Waiters)
-	fmt.Fprintf(&b, "calls: %d acquired, %d succeeded, %d dropped, %d ignored, %d shed (%d at once); ",
-		s.Acquired, s.Succeeded, s.Dropped, s.Ignored, s.Shed, s.ShedAtOnce)
-	fmt.Fprintf(&b, "windows: %d, %d raised the limit, %d lowered it", s.Windows, s.Increases, s.Decreases)
-	for _, p := range [...]Priority{Critical, Default, Sheddable} {
+	l.Int("in_flight", int64(s.InFlight))
+	l.Int("available", int64(s.Available))
+	l.Int("waiters", int64(s.Waiters))
+	l.Uint("acquired", s.Acquired)
+	l.Uint("succeeded", s.Succeeded)
+	l.Uint("dropped", s.Dropped)
+	l.Uint("ignored", s.Ignored)
+	l.Uint("shed", s.Shed)
+	l.Uint("shed_at_once", s.ShedAtOnce)
+	l.Uint("windows", s.Windows)
+	l.Uint("increases", s.Increases)
+	l.Uint("decreases", s.Decreases)
+	if s.LastChange.IsZero() {
+		l.Word("last_change", "never")
+	} else {
+		l.Time("last_change", s.LastChange)
+	}
+	var lv strings.Builder
+	for i, p := range [...]Priority{Critical, Default, Sheddable} {
 		v := s.Levels[p]
-		fmt.Fprintf(&b, "; %v: %d units in flight, %d waiting, %d acquired, %d shed (%d at once)",
+		if i > 0 {
+			lv.WriteByte(',')
+		}
+		fmt.Fprintf(&lv, "%v{in_flight=%d,waiting=%d,acquired=%d,shed=%d,shed_at_once=%d}",
 			p, v.InFlight, v.Waiting, v.Acquired, v.Shed, v.ShedAtOnce)
 	}
-	return b.String()
+	l.Word("levels", lv.String())
+	return l.String()
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/fairsem/semaphore"
 	"github.com/fairsem/semaphore/adaptive"
+	"github.com/fairsem/semaphore/internal/fulltest"
 )
 
 // psBackend serves units at base latency up to capacity units in flight; past
@@ -67,6 +68,7 @@ func converge(t *testing.T, weights []int64) []int {
 }
 
 func TestLimiter_WeightedCallsConvergeToTheSameCapacityInUnitsAsUnitCalls(t *testing.T) {
+	fulltest.Long(t)
 	median := func(l []int) int {
 		l = slices.Clone(l)
 		slices.Sort(l)

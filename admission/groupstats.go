@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/fairsem/semaphore/internal/statsline"
 )
 
 // GroupStats is a snapshot of a group: its split, what its members borrow, and
@@ -27,6 +29,47 @@ type MemberStats struct {
 	Shares  int64 // 0 once removed
 	Removed bool  // removed, still holding memory
 	Stats         // Limits.Memory is its share; Borrowed what it holds from the pool
+}
+
+// String writes s as a line of the group's own fields followed by one line per
+// member, indented by two spaces, in Add order, for example
+//
+//	admission group "reads" count=100 memory=64M pool=16M borrowed=2M bottleneck="batch" members=2
+//	  admission "interactive" shares=3 removed=false count_limit=100 memory_limit=36M ...
+//	  admission "batch" shares=1 removed=false count_limit=100 memory_limit=12M ...
+//
+// count is each member's count limit and memory the whole budget (Total);
+// bottleneck is "none" while nothing is queued. Names are quoted.
+func (s GroupStats) String() string {
+	l := statsline.New("admission group", s.Name)
+	l.Int("count", s.Total.Count)
+	l.Word("memory", formatBytes(s.Total.Memory))
+	l.Word("pool", formatBytes(s.Pool))
+	l.Word("borrowed", formatBytes(s.Borrowed))
+	if s.Bottleneck == "" {
+		l.Word("bottleneck", "none")
+	} else {
+		l.Quote("bottleneck", s.Bottleneck)
+	}
+	l.Int("members", int64(len(s.Members)))
+	var b strings.Builder
+	b.WriteString(l.String())
+	for _, m := range s.Members {
+		b.WriteString("\n  " + m.String())
+	}
+	return b.String()
+}
+
+// String writes m on one line: the member's Stats with its shares and whether
+// it was removed after its name, for example
+//
+//	admission "batch" shares=1 removed=false count_limit=100 memory_limit=12M ...
+func (m MemberStats) String() string {
+	l := statsline.New("admission", m.Name)
+	l.Int("shares", m.Shares)
+	l.Bool("removed", m.Removed)
+	m.writeFields(l)
+	return l.String()
 }
 
 // Stats returns a snapshot of the group and of every member, taken in one hold of

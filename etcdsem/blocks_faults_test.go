@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/fairsem/semaphore"
+	"github.com/fairsem/semaphore/internal/fulltest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -108,7 +109,7 @@ func (l *blockLoad) end() {
 }
 
 func TestBlocks_LeaderKillStopAndMemberKillKeepTheBoundUnderLoad(t *testing.T) {
-	faultTest(t)
+	fulltest.Fault(t)
 	procs := newCluster(t, 3)
 	for _, p := range procs {
 		p.start()
@@ -155,7 +156,7 @@ func TestBlocks_LeaderKillStopAndMemberKillKeepTheBoundUnderLoad(t *testing.T) {
 }
 
 func TestBlocks_SingleMemberSIGSTOPAndSIGKILLKeepTheBoundUnderLoad(t *testing.T) {
-	faultTest(t)
+	fulltest.Fault(t)
 	p := newCluster(t, 1)[0]
 	p.start()
 	waitHealthy(t, p)
@@ -192,7 +193,7 @@ func TestBlocks_SingleMemberSIGSTOPAndSIGKILLKeepTheBoundUnderLoad(t *testing.T)
 // The partition through the proxy, under load: a handle cut off from etcd
 // tells its holders of the loss before the other handle can take the units.
 func TestBlocks_PartitionUnderLoadKeepsTheBound(t *testing.T) {
-	faultTest(t)
+	fulltest.Fault(t)
 	ep := sharedEndpoint(t)
 	name := testName(t)
 	const capacity = 4
@@ -263,7 +264,7 @@ func blocksClient(spec string) int {
 }
 
 func TestBlocks_ClientProcessSIGKILLGivesTheUnitsBackAfterTheTTL(t *testing.T) {
-	faultTest(t)
+	fulltest.Fault(t)
 	ep := sharedEndpoint(t)
 	name := testName(t)
 	const capacity = 4

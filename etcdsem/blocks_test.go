@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/fairsem/semaphore"
+	"github.com/fairsem/semaphore/internal/fulltest"
 	"runtime"
 	"strings"
 	"sync"
@@ -296,7 +297,7 @@ func TestBlocks_ReturnGivesBackPartOfALocalGrant(t *testing.T) {
 // granted the blocks' units; its waiters fail with ErrLost; once etcd is back
 // it takes new blocks, with tokens after the lost ones.
 func TestBlocks_LostClosesForEveryLocalHolderBeforeTheNextGrant(t *testing.T) {
-	faultTest(t)
+	fulltest.Fault(t)
 	ep := sharedEndpoint(t)
 	name := testName(t)
 	log := &grantLog{}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/fairsem/semaphore"
+	"github.com/fairsem/semaphore/internal/fulltest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -105,7 +106,7 @@ const (
 // fails the test, with the stacks of every goroutine when it is still
 // running. The history checker then finds etcd's history clean.
 func TestFaults_EveryCallAndProcessEndsUnderLoad(t *testing.T) {
-	faultTest(t)
+	fulltest.Fault(t)
 	w := &callWatch{logf: t.Logf}
 	defer w.check(t)
 	procs := newCluster(t, 3)

@@ -16,6 +16,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/fairsem/semaphore/internal/fulltest"
 )
 
 // The processes a test starts (etcd members, client processes) never
@@ -98,7 +100,7 @@ func TestChildren_HelperHangsWithAStoppedMember(t *testing.T) {
 // (SIGSTOP), leaves no member behind: the watchdog kills it before the
 // timeout ends the binary.
 func TestChildren_NoMemberOutlivesATestBinaryThatTimesOut(t *testing.T) {
-	faultTest(t)
+	fulltest.Fault(t)
 	cmd := exec.Command(os.Args[0], "-test.run=^TestChildren_HelperHangsWithAStoppedMember$", "-test.timeout=10s")
 	cmd.Env = append(os.Environ(), hangEnv+"=1")
 	out, err := cmd.StdoutPipe()

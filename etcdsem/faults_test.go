@@ -12,12 +12,13 @@ import (
 	"time"
 
 	"github.com/fairsem/semaphore"
+	"github.com/fairsem/semaphore/internal/fulltest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
 func TestServer_SIGKILLAndRestartKeepsHoldersAndPlaces(t *testing.T) {
-	faultTest(t)
+	fulltest.Fault(t)
 	p := newCluster(t, 1)[0]
 	p.start()
 	waitHealthy(t, p)
@@ -68,7 +69,7 @@ func TestServer_SIGKILLAndRestartKeepsHoldersAndPlaces(t *testing.T) {
 }
 
 func TestServer_SIGSTOPPastTTLTellsHoldersWhileStopped(t *testing.T) {
-	faultTest(t)
+	fulltest.Fault(t)
 	p := newCluster(t, 1)[0]
 	p.start()
 	waitHealthy(t, p)
@@ -109,7 +110,7 @@ func TestServer_SIGSTOPPastTTLTellsHoldersWhileStopped(t *testing.T) {
 }
 
 func TestCluster_LeaderKillAndStopKeepCheckerCleanAndProgress(t *testing.T) {
-	faultTest(t)
+	fulltest.Fault(t)
 	procs := newCluster(t, 3)
 	for _, p := range procs {
 		p.start()
@@ -198,7 +199,7 @@ func TestCluster_LeaderKillAndStopKeepCheckerCleanAndProgress(t *testing.T) {
 // renewal), while the server is still stopped; it never retries its
 // transaction on a lease the server, once it resumes, no longer knows.
 func TestServer_SIGSTOPPastTTLEndsAnAcquireInFlight(t *testing.T) {
-	faultTest(t)
+	fulltest.Fault(t)
 	p := newCluster(t, 1)[0]
 	p.start()
 	waitHealthy(t, p)

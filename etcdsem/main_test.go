@@ -214,12 +214,3 @@ func (u *Units) req() *request { return u.hold.(*request) }
 // localWaiters returns the number of s's callers waiting for units of its
 // blocks.
 func localWaiters(s *Semaphore) int { return s.pool.ep.Load().local.Waiters() }
-
-// faultTest skips a fault test (a killed, frozen or cut-off server or
-// process) in -short runs: they take seconds each and run in the full suite.
-func faultTest(t *testing.T) {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("a fault test: run without -short")
-	}
-}

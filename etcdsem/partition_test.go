@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fairsem/semaphore/internal/fulltest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -16,7 +17,7 @@ import (
 // (Lost closes) strictly before anyone else can be granted them: before the
 // server deletes its key, which every other grant waits for.
 func TestPartition_LostClosesBeforeTheNextGrant(t *testing.T) {
-	faultTest(t)
+	fulltest.Fault(t)
 	ep := sharedEndpoint(t)
 	name := testName(t)
 	px := newProxy(t, ep)
@@ -92,6 +93,7 @@ func TestPartition_LostClosesBeforeTheNextGrant(t *testing.T) {
 // Renewals keep units: a holder keeps them for several TTLs, and each renewal
 // moves the loss deadline to its send time plus the TTL minus the margin.
 func TestLease_RenewalsKeepUnitsPastTheTTL(t *testing.T) {
+	fulltest.Long(t)
 	// A TTL long enough that a renewal (every third of it) gets through on a
 	// loaded machine under the race detector; the margin leaves 3s per renewal.
 	const ttl, margin = 4 * time.Second, time.Second
@@ -136,7 +138,7 @@ func TestLease_RenewalsKeepUnitsPastTheTTL(t *testing.T) {
 // passed), not a third of the TTL after the reply, so the first deadline,
 // counted from the grant's send, is met; the units are kept for three TTLs.
 func TestLease_ASlowLinkKeepsTheLeaseFromItsGrant(t *testing.T) {
-	faultTest(t)
+	fulltest.Fault(t)
 	ep := sharedEndpoint(t)
 	name := testName(t)
 	log := &grantLog{}
@@ -174,7 +176,7 @@ func deadlineOf(l *lease) time.Time {
 // WithSemaphore cancels fn's context, with a cause wrapping ErrLost, when the
 // units are lost.
 func TestWithSemaphore_LossCancelsFnContext(t *testing.T) {
-	faultTest(t)
+	fulltest.Fault(t)
 	ep := sharedEndpoint(t)
 	name := testName(t)
 	log := &grantLog{}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fairsem/semaphore"
+	"github.com/fairsem/semaphore/internal/fulltest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -71,7 +72,7 @@ func TestAcquire_RequestEtcdRefusesEndsTheCall(t *testing.T) {
 // the reply outlasts is followed by one twice as long, up to the lease TTL,
 // rather than by the same one again until the caller's context ends.
 func TestAcquire_RefusalSlowerThanAnAttemptStillEndsTheCall(t *testing.T) {
-	faultTest(t)
+	fulltest.Fault(t)
 	// A server of its own that refuses requests above 16 KiB, so that the
 	// refused request is small: a large one would fill the slow link.
 	e, err := startEmbedded(t, t.TempDir(), func(cfg *embed.Config) { cfg.MaxRequestBytes = 16 << 10 })

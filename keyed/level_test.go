@@ -64,7 +64,7 @@ func TestRules_ACancellationBeforeTheGrantWinsAtEveryLevel(t *testing.T) {
 				assert.Equal(t, int64(1), s.Stats().Held)
 				assert.Equal(t, uint64(2), s.Stats().Acquired, "the grant the cancelled call gave back is not counted")
 				r.u.Release()
-				assert.Equal(t, keyed.Stats{Acquired: 2, Cancelled: 1, Limit: s.Stats().Limit}, s.Stats())
+				assert.Equal(t, keyed.Stats{Acquired: 2, Cancelled: 1, Limit: s.Stats().Limit, Limited: s.Stats().Limited}, s.Stats())
 			})
 		})
 	}

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/fairsem/semaphore/internal/errs"
+	"github.com/fairsem/semaphore/internal/statsline"
 )
 
 // Stats is a snapshot of a set: its active keys in total, and counters that
@@ -22,6 +23,7 @@ type Stats struct {
 	Name    string // from WithName
 	Keys    int    // keys active now: with holders or calls in progress
 	Limit   int64  // the limit of WithLimit now; 0 without one
+	Limited bool   // the set has a limit (WithLimit): Limit is it
 	Held    int64  // units held now by the set's Units, summed over keys (each also holds as many at the global level)
 	Waiters int    // calls waiting now: at their key's semaphore, or at the second level holding their key's units
 	Broken  bool   // Break was called
@@ -54,8 +56,8 @@ func (s *Set) Stats() Stats {
 	if s.label == "" {
 		panic(errZeroSet)
 	}
-	limit, _ := s.Limit()
-	st := Stats{Name: s.name, Limit: limit}
+	limit, limited := s.Limit()
+	st := Stats{Name: s.name, Limit: limit, Limited: limited}
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
@@ -104,6 +106,53 @@ func (s *Set) weights() int64 {
 		w += s.shards[i].weights.Load()
 	}
 	return w
+}
+
+// String writes s on one line, each field under the name the metrics and
+// Diagnostics give it, for example
+//
+//	keyed "uploads" keys=3 limit=10 held=9 waiters=5 broken=false acquired=120 timed_out=1 cancelled=0 rejected=2
+//
+// limit is "none" for a set without one. The name is quoted; an unnamed
+// set's line begins "unnamed keyed".
+func (s Stats) String() string {
+	l := statsline.New("keyed", s.Name)
+	l.Int("keys", int64(s.Keys))
+	if s.Limited {
+		l.Int("limit", s.Limit)
+	} else {
+		l.Word("limit", "none")
+	}
+	l.Int("held", s.Held)
+	l.Int("waiters", int64(s.Waiters))
+	l.Bool("broken", s.Broken)
+	l.Uint("acquired", s.Acquired)
+	l.Uint("timed_out", s.TimedOut)
+	l.Uint("cancelled", s.Cancelled)
+	l.Uint("rejected", s.Rejected)
+	return l.String()
+}
+
+// String writes ks on one line, each field under the name Diagnostics gives
+// it, for example
+//
+//	key "alice" capacity=4 held=4 waiters=3 weight=2 guarantee=1 share=3 borrowed=1 acquired=17
+//
+// the fields of a set with a limit (weight to acquired) only when Weight is
+// not 0, as it is in a set with one. The key is quoted, "" included.
+func (ks KeyStats) String() string {
+	l := statsline.Quoted("key", ks.Key)
+	l.Int("capacity", ks.Capacity)
+	l.Int("held", ks.Held)
+	l.Int("waiters", int64(ks.Waiters))
+	if ks.Weight != 0 {
+		l.Int("weight", ks.Weight)
+		l.Int("guarantee", ks.Guarantee)
+		l.Int("share", ks.Share)
+		l.Int("borrowed", ks.Borrowed)
+		l.Uint("acquired", ks.Acquired)
+	}
+	return l.String()
 }
 
 // KeyStats returns a snapshot of key. A key that is not active holds nothing and

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/fairsem/semaphore"
 	"github.com/fairsem/semaphore/adaptive"
 	"github.com/fairsem/semaphore/admission"
+	"github.com/fairsem/semaphore/internal/buildflags"
 	"github.com/fairsem/semaphore/keyed"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -139,8 +141,10 @@ func (value) Diagnostics(int) string { return "" }
 	file, err := parser.ParseFile(fset, "p.go", src, 0)
 	require.NoError(t, err)
 	errs := map[int]string{}
-	// The package as compiled, from the go command's cache.
-	out, err := exec.Command("go", "list", "-export", "-f", "{{.Export}}", ".").Output()
+	// The package as compiled, from the go command's cache: as this test was
+	// built (-race under go test -race), so that it is there already.
+	args := slices.Concat([]string{"list"}, buildflags.Args(), []string{"-export", "-f", "{{.Export}}", "."})
+	out, err := exec.Command("go", args...).Output()
 	require.NoError(t, err)
 	lookup := func(path string) (io.ReadCloser, error) {
 		require.Equal(t, "github.com/fairsem/semaphore/semdebug", path)

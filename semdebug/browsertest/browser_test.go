@@ -39,9 +39,9 @@ func chromiumPath() string {
 // installHint says how to get the browser.
 const installHint = "apt-get install -y chromium"
 
-// chromium finds the browser. Without it the test skips (TestMain has said
-// so), except in CI (CI=true), where a missing browser is a broken setup and
-// fails the test.
+// chromium finds the browser. Without it the test skips, saying why, except
+// in CI (CI=true), where a missing browser is a broken setup and fails the
+// test.
 func chromium(t *testing.T) string {
 	t.Helper()
 	if path := chromiumPath(); path != "" {

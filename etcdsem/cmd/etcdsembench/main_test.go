@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fairsem/semaphore/internal/fulltest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -25,6 +26,7 @@ func TestMain(m *testing.M) {
 }
 
 func TestRun_QuickPrintsARowPerModeAContendedCellTheShiftAndTheSplit(t *testing.T) {
+	fulltest.Long(t)
 	var out strings.Builder
 	require.NoError(t, run([]string{"-quick", "-duration", "300ms"}, &out))
 	t.Log("\n" + out.String())
@@ -91,6 +93,7 @@ func TestSplitSamples_JudgeAveragesTheMeasuredPeriod(t *testing.T) {
 }
 
 func TestRun_ShiftAndSplitRunOnlyTheModesAsked(t *testing.T) {
+	fulltest.Long(t)
 	var out strings.Builder
 	require.NoError(t, run([]string{"-quick", "-modes", "mutex", "-duration", "100ms"}, &out))
 	assert.Contains(t, out.String(), "| mutex |")
