@@ -3,86 +3,31 @@ package semaphore
 import (
 	"context"
 	"runtime"
+	"strconv"
 	"time"
+
+	"github.com/fairsem/semaphore/internal/errs"
 )
 
-// The state word packs the units available now with a grant counter and three
-// flags, so that each uncontended call is one atomic operation and takes no lock:
-//
-//	bits 63..18  units available, signed (negative after Consume or a shrinking Resize)
-//	bits 17..3   grants made without the lock since the last fold (see foldLocked)
-//	bit  2       flagDraining: a Drain waits, so every Release takes the lock
-//	bit  1       flagHealthy: set by New, cleared by Break and never set again
-//	bit  0       flagWaiting: the wait list is not empty
-//
-// Adding or subtracting units adds a multiple of 1<<unitShift, which leaves the low
-// bits alone, so units and flags change together in one atomic operation. A zero
-// Semaphore, made without New, has flagHealthy clear: every lock-free path refuses
-// it as it refuses a broken one, and the slow paths, which tell the two apart by
-// the break record, panic (isZero).
-//
-// Range. Capacities, requests, releases and Consume amounts are at most MaxUnits
-// (M = 2^44-1), and the units field holds [-2^45, 2^45-1], which contains
-// [-2M, 2M]. Let out = capacity - available (units held or consumed):
-//   - an acquisition leaves available >= 0, so out <= capacity <= M;
-//   - Consume refuses (panics) before available would go below -M, so out <= 2M;
-//   - Resize leaves out unchanged; Release refuses before out would go below 0.
-//
-// So available stays in [-2M, M], and available + n for any n <= M stays in
-// [-2M, 2M]: every check below is made on a value that cannot have wrapped, and
-// each one is made before the word changes (a compare-and-swap of the value checked).
-//
-// Over-release. A Release of n is correct only if n <= out, that is if available + n
-// <= capacity. Release checks exactly that against the value its compare-and-swap
-// installs, so a Release that would make more units available than the capacity is
-// refused, whatever runs concurrently. The capacity is a second word, written only
-// under mu, and read by the lock-free Release between its load and its swap of the
-// state. Resize writes the two in the order that makes every mixed view stricter
-// than either consistent one (a refusal then falls to releaseSlow, which decides
-// under mu), and it bumps the grant counter: a Release that read a capacity a Resize
-// changed before the swap can only succeed if the state word came back to the very
-// value the Release loaded, counter included, which takes 32,767 further grants or
-// resizes while that goroutine is stopped between two instructions.
-//
-// Memory ordering. sync/atomic operations are sequentially consistent, and nothing
-// weaker is relied on:
-//   - flagWaiting <=> the wait list is not empty, whenever mu is free. The flag is
-//     set under mu, by a compare-and-swap against the exact value join examined, and
-//     cleared under mu when the last waiter is removed (removeLocked).
-//   - A lock-free grant (tryAcquire) is a compare-and-swap conditioned on
-//     flagWaiting clear and flagHealthy set, so it never takes units past a waiter.
-//   - A lock-free Release is a compare-and-swap conditioned on the flags reading
-//     exactly flagHealthy. If join's swap setting flagWaiting came first, the
-//     Release's swap fails and it takes mu to grant; if the Release came first,
-//     join's swap fails and join looks again and sees the units. Either way no unit
-//     lands unseen while someone waits (see join), and the same holds for Drain and
-//     flagDraining.
-//   - After any change under mu that could let the head fit (a release, a waiter
-//     leaving, a resize), grantLocked runs before mu is released, so "units free,
-//     head fits, head still waiting" never outlasts a critical section.
-//   - grantLocked takes a waiter's units before unlinking it, so clearing
-//     flagWaiting with the last waiter cannot let a lock-free acquirer in first.
-//   - The grant counter is folded into Semaphore.immediate only under mu, so the
-//     two add up exactly whenever mu is held (Stats holds it).
-const (
-	flagWaiting  = 1 << 0
-	flagHealthy  = 1 << 1
-	flagDraining = 1 << 2
-	flagsAll     = flagWaiting | flagHealthy | flagDraining
+// An acquire, from the call to the answer its caller sees, in the order it runs:
+// the lock-free attempt (tryAcquire, acquireLockFree, yieldThenAcquire), the
+// decision under the lock (join), the wait if the call queued and the check of
+// every grant against the caller's context (waitlist.go: waitContext, kept), and
+// the end (end, below), which counts the call, tells the observer and makes its
+// error, from the parts every error of the module is made of (internal/errs).
+// The state word these paths read and swap is described in semaphore.go, at its
+// constants; AcquireTimeout's timed waits are in deadline.go.
 
-	countShift = 3
-	countOne   = 1 << countShift
-	countMask  = (1<<15 - 1) << countShift // folded before it can carry into the units
-
-	unitShift = 18
-)
-
-// MaxUnits is the largest capacity, request or Consume a Semaphore accepts: 2^44-1,
-// about 17.6 TB when units are bytes. Debt from Consume is limited to MaxUnits too.
-const MaxUnits = 1<<44 - 1
-
-// unitsOf returns the units field of a state word.
+// unitsOf returns the units field of a state word (see semaphore.go).
 func unitsOf(st int64) int64 { return st >> unitShift }
+
+// availableIn is Available for the state word st.
+func availableIn(st int64) int64 {
+	if st&flagHealthy == 0 || st < 0 {
+		return 0
+	}
+	return unitsOf(st)
+}
 
 // Acquire takes n units, blocking until they are granted, ctx is done, or the
 // semaphore is broken. It returns nil once the units are held; the caller gives
@@ -104,18 +49,6 @@ func (s *Semaphore) Acquire(ctx context.Context, n int64) error {
 	return s.acquireSlow(ctx, n)
 }
 
-// AcquireTimeout is Acquire with a deadline d from now instead of a context. It
-// fails as Acquire does (ErrBroken, ErrTooLarge, ErrQueueFull, in that order, at
-// once), and on expiry with an error matching ErrTimedOut and
-// context.DeadlineExceeded. If d <= 0 it never waits: it fails with that error
-// when it would have to. AcquireTimeout panics if n is negative.
-func (s *Semaphore) AcquireTimeout(d time.Duration, n int64) error {
-	if s.tryAcquire(n) {
-		return nil
-	}
-	return s.acquireTimeoutSlow(d, n)
-}
-
 // TryAcquire takes n units if they are available and nobody is waiting, and
 // reports whether it did. It never waits and never jumps the queue. It returns
 // false on a broken semaphore and panics if n is negative.
@@ -131,6 +64,21 @@ func (s *Semaphore) tryAcquire(n int64) bool {
 		n >= 0 && st>>unitShift >= n &&
 		s.state.CompareAndSwap(st, st-n<<unitShift+countOne)
 }
+
+// checkUse panics for the programmer errors every acquire form checks first: a zero
+// Semaphore, and a negative request.
+func (s *Semaphore) checkUse(op string, n int64) {
+	if s.isZero() {
+		panic(errZeroValue)
+	}
+	if n < 0 {
+		s.panicf("%s(%d): negative units", op, n)
+	}
+}
+
+// isZero reports whether s is a zero Semaphore, made without New or Init: both set
+// opts, which is fixed from then on.
+func (s *Semaphore) isZero() bool { return s.opts == nil }
 
 func (s *Semaphore) tryAcquireSlow(n int64) bool {
 	s.checkUse("TryAcquire", n)
@@ -204,10 +152,11 @@ func (s *Semaphore) foldLocked() {
 	}
 }
 
-// acquireSlow is Acquire after its lock-free attempt: it checks n and the context,
-// retries without the lock (once more after a yield), joins the wait list, and
-// parks until the waiter is settled, unless the context can end, in which case
-// waitContext selects on both. Every grant it obtains passes through kept.
+// acquireSlow is Acquire after its lock-free attempt, in the order of its
+// contract: it checks n and the context, retries without the lock (once more
+// after a yield), decides under the lock (join), waits if it queued, has every
+// grant checked against the context (kept), and ends (end), which counts the call
+// and makes its error.
 func (s *Semaphore) acquireSlow(ctx context.Context, n int64) error {
 	s.checkUse("Acquire", n)
 	done := ctx.Done()
@@ -222,75 +171,30 @@ func (s *Semaphore) acquireSlow(ctx context.Context, n int64) error {
 	if !s.acquireLockFree(n) && !s.yieldThenAcquire(n) {
 		var w *waiter
 		if w, e = s.join(n, true); w != nil {
-			if done != nil {
-				return s.waitContext(ctx, w, e)
+			if done == nil {
+				// The plain wait, here rather than in a function of its own so
+				// that nothing stands between the park and the caller. Its
+				// context cannot end, so its grant is always kept.
+				w.ch = onCond
+				start := now()
+				s.x.Load().cond.Wait() // takes a ticket in list order, unlocks mu, parks
+				code := w.n.Load()
+				if code >= 0 {
+					code = s.wokenOutOfTurn(w)
+				}
+				w.ch = nil
+				waiterPool.Put(w)
+				e.outcome, e.waited = outcomeOf(code), now()-start
+				return s.end(e)
 			}
-			// The plain wait, here rather than in a function of its own so that
-			// nothing stands between the park and the caller. Its context cannot
-			// end, so its grant is always kept.
-			w.ch = onCond
-			start := now()
-			s.x.Load().cond.Wait() // takes a ticket in list order, unlocks mu, parks
-			code := w.n.Load()
-			if code >= 0 {
-				code = s.wokenOutOfTurn(w)
-			}
-			w.ch = nil
-			waiterPool.Put(w)
-			e.outcome, e.waited = outcomeOf(code), now()-start
-			return s.end(e)
+			e = s.waitContext(ctx, w, e)
 		}
 	}
 	e.ctx = ctx
-	if e.outcome == Granted && done != nil && !s.kept(done, n, false) {
+	if e.outcome == Granted && done != nil && !s.kept(done, n, e.queued) {
 		e.outcome = contextOutcome(ctx)
 	}
 	return s.end(e)
-}
-
-// kept decides whether an Acquire granted its units keeps them, and is the one
-// place that decides it for every grant an Acquire obtains: on the lock-free path,
-// after the yield, at once in join, or after waiting (queued); a plain wait's
-// context cannot end. A call whose context is done once it holds the units gives
-// them back, as x/sync's Acquire does, and fails with its context's error: a
-// cancellation that happened before the grant (a cancel, then the Release that
-// granted the units) always wins, and one concurrent with the grant may. The
-// units go back as by Release, so the waiters that now fit are granted in FIFO
-// order and nothing is lost; the grant is taken out of Stats.Acquired, which
-// counts the calls that returned nil. done is the context's Done channel; a call
-// whose context cannot end (nil) never asks.
-func (s *Semaphore) kept(done <-chan struct{}, n int64, queued bool) bool {
-	select {
-	case <-done:
-	default:
-		return true
-	}
-	s.mu.Lock()
-	if queued {
-		s.x.Load().granted--
-	} else {
-		// The grant may still be in the state word's counter, not yet folded:
-		// the sum of the two, which Stats reads under mu, is what must drop,
-		// and it does, modulo 2^64, whichever of the two holds it.
-		s.immediate--
-	}
-	s.mu.Unlock()
-	s.Release(n)
-	return false
-}
-
-// acquireTimeoutSlow is AcquireTimeout after its lock-free attempt.
-func (s *Semaphore) acquireTimeoutSlow(d time.Duration, n int64) error {
-	s.checkUse("AcquireTimeout", n)
-	if s.acquireLockFree(n) || (d > 0 && s.yieldThenAcquire(n)) {
-		return nil
-	}
-	w, e := s.join(n, d > 0)
-	e.d = d
-	if w == nil {
-		return s.end(e)
-	}
-	return s.waitTimer(w, e)
 }
 
 // join decides, under mu, whether a call that missed the lock-free path is granted
@@ -350,94 +254,147 @@ func (s *Semaphore) join(n int64, mayWait bool) (w *waiter, e ending) {
 	return w, e
 }
 
-// wokenOutOfTurn handles a plain waiter woken by a Signal meant for a waiter behind
-// it, which a Resize settled out of list order. Unless it was settled itself in the
-// meantime, it passes the Signal on and parks on its own WaitGroup until settled,
-// out of the Cond's ticket order for good. See "The Cond" in waitlist.go.
-func (s *Semaphore) wokenOutOfTurn(w *waiter) int64 {
-	s.mu.Lock()
-	if w.queued() {
-		w.ch = nil
-		w.park.Add(1)
-		s.signalLocked()
-		s.mu.Unlock()
-		w.park.Wait()
+// How a call ends. Every Acquire, AcquireTimeout, AcquireUnits and WithSemaphore
+// call that is not granted on its lock-free path ends in exactly one Outcome,
+// decided once, where the call ends: by join when it is granted or refused without
+// queuing, by whoever settles its waiter (a grant, Break, Resize, the deadline
+// timer) or by the waiter itself when its context ends. Then end, and nothing
+// else, counts it in Stats, tells the observer and builds the caller's error, so
+// the three cannot disagree.
+
+// An ending describes how one call ended: everything end needs, gathered by the
+// code that decided it.
+type ending struct {
+	outcome Outcome
+	n       int64           // units asked for
+	queued  bool            // the call joined the wait list
+	waited  time.Duration   // time in the wait list, from the wait's two clock reads
+	ahead   int             // waiters ahead of the call when it joined
+	limit   int64           // TooLarge at the call: the capacity; QueueFull: the waiters
+	ctx     context.Context // Acquire's context; nil for AcquireTimeout
+	d       time.Duration   // AcquireTimeout's timeout
+}
+
+// end records how a call ended and returns what its caller sees: nil for Granted,
+// otherwise the error of that outcome. A call granted without waiting (Granted,
+// not queued) is counted where it was granted and reported to nobody.
+func (s *Semaphore) end(e ending) error {
+	if e.outcome == Granted && !e.queued {
+		return nil
+	}
+	x := s.extra()
+	switch e.outcome {
+	case TimedOut:
+		x.timedOut.Add(1)
+	case Cancelled:
+		x.cancelled.Add(1)
+	case TooLarge, QueueFull:
+		x.rejected.Add(1)
+	}
+	if e.queued {
+		x.waitNanos.Add(int64(e.waited))
+	}
+	if o := s.opts.observer; o != nil {
+		o.WaitEnded(s, WaitEvent{Units: e.n, Outcome: e.outcome, Queued: e.queued, Waited: e.waited, Ahead: e.ahead})
+	}
+	r := waitReport{queued: e.queued, waited: e.waited, ahead: e.ahead}
+	switch e.outcome {
+	case Granted:
+		return nil
+	case TimedOut:
+		if e.ctx == nil {
+			return s.errTimeout(e.n, e.d, r)
+		}
+		return s.errContext(e.ctx, TimedOut, e.n, r)
+	case Cancelled:
+		return s.errContext(e.ctx, Cancelled, e.n, r)
+	case TooLarge:
+		if e.queued {
+			return s.errResized(e.n)
+		}
+		return s.errTooLarge(e.n, e.limit)
+	case QueueFull:
+		return s.errQueueFull(e.n, e.limit)
+	default:
+		return s.errBroken(e.n)
+	}
+}
+
+// fail makes the error of the acquire of n units that ended in o.
+func (s *Semaphore) fail(n int64, o Outcome, why string, matches ...error) error {
+	return &errs.Error{Subject: (*subject)(s), Op: "acquire", N: n, Why: why, Outcome: o, Matches: matches}
+}
+
+func (s *Semaphore) errTooLarge(n, capacity int64) error {
+	return s.fail(n, TooLarge, "more than the capacity of "+strconv.FormatInt(capacity, 10), ErrTooLarge)
+}
+
+// errResized is the failure of a waiter refused by a shrinking Resize. It names no
+// capacity: the one that refused it is gone, and the capacity now may be another.
+func (s *Semaphore) errResized(n int64) error {
+	return s.fail(n, TooLarge, "more than the capacity, which was reduced while waiting", ErrTooLarge)
+}
+
+func (s *Semaphore) errQueueFull(n, waiters int64) error {
+	return s.fail(n, QueueFull, "wait queue full ("+errs.Count(waiters, "waiter")+")", ErrQueueFull)
+}
+
+// errBroken is the failure of an acquire after Break; its parts were made by Break.
+func (s *Semaphore) errBroken(n int64) error {
+	b := s.x.Load().broken.Load()
+	return s.fail(n, Broken, b.why, b.matches...)
+}
+
+// waitReport describes how a failed call waited, for its error message.
+type waitReport struct {
+	queued bool // the call joined the wait list
+	waited time.Duration
+	ahead  int // waiters in the list when the call joined it
+}
+
+func (r waitReport) String() string {
+	return "after " + roundWait(r.waited).String() + ", queued behind " + errs.Count(int64(r.ahead), "waiter")
+}
+
+// errContext is Acquire's failure when ctx ended first, in o (TimedOut when its
+// deadline passed, else Cancelled). It matches ctx.Err() and context.Cause(ctx),
+// and ErrTimedOut when TimedOut.
+func (s *Semaphore) errContext(ctx context.Context, o Outcome, n int64, r waitReport) error {
+	_, why, matches := errs.Context(ctx)
+	what := "canceled"
+	if o == TimedOut {
+		what = "timed out"
+		matches = append(matches, ErrTimedOut)
+	}
+	if r.queued {
+		what += " " + r.String() + " (" + s.availability() + ")"
 	} else {
-		s.mu.Unlock()
+		what += " before waiting"
 	}
-	return w.n.Load()
+	return s.fail(n, o, what+": "+why, matches...)
 }
 
-// waitTimer parks w until it is settled or e.d passes, whichever comes first. It is
-// called with mu held. The deadline is kept by the semaphore's deadline timer (see
-// waitlist.go), which settles w when it passes, so that whatever settles w, the
-// waiter is woken through its WaitGroup and w is reachable from nowhere else.
-func (s *Semaphore) waitTimer(w *waiter, e ending) error {
-	start := now()
-	s.armLocked(w, start, e.d)
-	w.park.Add(1)
-	s.mu.Unlock()
-	w.park.Wait()
-	e.outcome, e.waited = outcomeOf(w.n.Load()), now()-start
-	waiterPool.Put(w)
-	return s.end(e)
-}
-
-// waitContext waits for w to be settled or for the context to end. It is called
-// with mu held. When both happened, select picks either case; each ends in kept's
-// answer (abandon finds w granted, or the grant is checked against the context).
-func (s *Semaphore) waitContext(ctx context.Context, w *waiter, e ending) error {
-	ch := make(chan struct{})
-	w.ch = ch
-	s.mu.Unlock()
-	start := now()
-	select {
-	case <-ch:
-		e.outcome = outcomeOf(w.n.Load())
-	case <-ctx.Done():
-		e.outcome = s.abandon(ctx, w)
-	}
-	if e.outcome == Granted && !s.kept(ctx.Done(), e.n, true) {
-		e.outcome = contextOutcome(ctx)
-	}
-	e.waited, e.ctx = now()-start, ctx
-	w.ch = nil
-	waiterPool.Put(w)
-	return s.end(e)
-}
-
-// abandon takes w out of the list after its context ended and returns how the
-// call ended: Cancelled, or TimedOut when the context's deadline passed, if w was
-// still queued; otherwise the outcome it was settled with, which the caller
-// checks like any other grant (kept).
-func (s *Semaphore) abandon(ctx context.Context, w *waiter) Outcome {
-	gaveUp := contextOutcome(ctx)
+// availability is "3 of 10 units available", read under mu so that the two numbers
+// go together (Resize changes both). mu must not be held.
+func (s *Semaphore) availability() string {
 	s.mu.Lock()
-	if w.queued() {
-		var woken wakeList
-		s.leaveLocked(w, gaveUp, &woken)
-		s.mu.Unlock()
-		woken.wake()
-		return gaveUp
-	}
+	st, capacity := s.state.Load(), s.capacity.Load()
 	s.mu.Unlock()
-	// Settled concurrently with the cancellation; the settler closes ch right
-	// after releasing mu, and w must not be reused before it has.
-	<-w.ch
-	return outcomeOf(w.n.Load())
-}
-
-// contextOutcome is how a call ends when its context ended first.
-func contextOutcome(ctx context.Context) Outcome {
-	if ctx.Err() == context.DeadlineExceeded {
-		return TimedOut
+	unit := " units"
+	if capacity == 1 {
+		unit = " unit"
 	}
-	return Cancelled
+	return strconv.FormatInt(availableIn(st), 10) + " of " + strconv.FormatInt(capacity, 10) + unit + " available"
 }
 
-// epoch anchors wait-time measurements: time.Since(epoch) is a single monotonic
-// clock read, where time.Now also reads the wall clock. Inside a synctest bubble
-// time.Since follows the bubble's clock, and only differences are ever used.
-var epoch = time.Now()
-
-func now() time.Duration { return time.Since(epoch) }
+// roundWait keeps durations in messages readable: 1.5s, 120ms, 35µs.
+func roundWait(d time.Duration) time.Duration {
+	switch {
+	case d >= time.Second:
+		return d.Round(time.Millisecond)
+	case d >= time.Millisecond:
+		return d.Round(10 * time.Microsecond)
+	default:
+		return d.Round(time.Microsecond)
+	}
+}

@@ -11,7 +11,7 @@ import (
 type breakState struct {
 	err     error   // what Err returns: matches ErrBroken and cause
 	cause   error   // the error passed to Break; may be nil
-	why     string  // "broken" or "broken: " + the cause's text, for every failed call's message
+	why     string  // "broken" or "broken: " + the cause's text quoted, for every failed call's message
 	matches []error // ErrBroken and the cause, shared by every failed call's error
 }
 
@@ -31,7 +31,7 @@ func (s *Semaphore) Break(err error) {
 	}
 	b := &breakState{cause: err, why: "broken", matches: []error{ErrBroken}}
 	if err != nil {
-		b.why += ": " + err.Error()
+		b.why += ": " + errs.Cause(err)
 		b.matches = append(b.matches, err)
 	}
 	b.err = s.failure(b.why, b.matches...)
@@ -40,8 +40,8 @@ func (s *Semaphore) Break(err error) {
 	x.broken.Store(b)
 	s.state.And(^int64(flagHealthy))
 	var woken wakeList
-	for s.head != nil {
-		s.settleLocked(s.head, Broken, &woken)
+	for w := s.waiting.Front(); w != nil; w = s.waiting.Front() {
+		s.settleLocked(w, Broken, &woken)
 	}
 	s.mu.Unlock()
 	woken.wake()

@@ -3,6 +3,9 @@ package semaphore_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -12,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fairsem/semaphore"
+	"github.com/fairsem/semaphore/internal/hostile"
 )
 
 // Break: fails every waiter and every later call with ErrBroken and the cause; only the first Break counts.
@@ -51,7 +55,7 @@ func TestBreak_OnlyTheFirstCounts(t *testing.T) {
 	assert.ErrorIs(t, s.Err(), semaphore.ErrBroken)
 	assert.NotContains(t, s.Err().Error(), "second")
 	assert.True(t, s.Stats().Broken)
-	assert.Contains(t, s.String(), "broken: first")
+	assert.Contains(t, s.String(), `broken: "first"`)
 }
 
 func TestBreak_NilCauseMatchesErrBroken(t *testing.T) {
@@ -114,7 +118,7 @@ func TestDrain_ContextEndsFirstSaysHowManyAreOut(t *testing.T) {
 		err = s.Drain(cctx)
 		assert.ErrorIs(t, err, context.Canceled)
 		assert.ErrorIs(t, err, cause)
-		assert.Contains(t, err.Error(), "2 units still out: context canceled: operator gave up")
+		assert.Contains(t, err.Error(), `2 units still out: context canceled: "operator gave up"`)
 
 		// The abandoned drains leave no trace: a release takes the lock-free path
 		// again, and a new Drain still sees the last unit come back.
@@ -231,5 +235,29 @@ func TestDrain_CheckAndFlagAreOneStepAgainstTheLastRelease(t *testing.T) {
 		case <-time.After(10 * time.Second):
 			t.Fatal("Drain missed the last Release and never returned")
 		}
+	}
+}
+
+// A Break's cause is a value a user (or a peer) controls: every text that
+// prints it quotes it (String, Err, a failed call's error, the dump), so a
+// hostile cause can neither forge a line nor pass for the message's own words.
+// Reading gives it as it was given, for readers to quote.
+func TestBreak_EveryTextQuotesTheCause(t *testing.T) {
+	for _, h := range hostile.Texts {
+		s := semaphore.New(1, semaphore.WithName("db"))
+		s.Break(errors.New(h.Value))
+		quoted := strconv.Quote(h.Value)
+		for form, text := range map[string]string{
+			"String":        s.String(),
+			"Err":           s.Err().Error(),
+			"Acquire":       s.Acquire(context.Background(), 1).Error(),
+			"the headline":  strings.SplitN(s.Diagnostics(0), "\n", 2)[0],
+			"TryAcquireErr": fmt.Sprint(s.AcquireTimeout(0, 1)),
+		} {
+			assert.Contains(t, text, quoted, "%s, %s", form, h.Name)
+			assert.NotContains(t, text, "\n", "%s, %s", form, h.Name)
+		}
+		assert.Equal(t, 4, strings.Count(s.Diagnostics(0), "\n"), h.Name)
+		assert.Equal(t, h.Value, s.Reading().Cause, h.Name)
 	}
 }

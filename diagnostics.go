@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fairsem/semaphore/internal/errs"
+	"github.com/fairsem/semaphore/internal/list"
 )
 
 // diagnostics is the opt-in state behind holder tracking, leak detection and the
@@ -17,10 +18,9 @@ type diagnostics struct {
 	sem *Semaphore
 	cfg trackConfig // fixed after New
 
-	mu         sync.Mutex // guards the holder list
-	head, tail *holder    // tracked Units not yet collected, oldest first
-	holders    int        // length of the list
-	swept      int        // length of the list after the last sweep
+	mu      sync.Mutex        // guards the holder list
+	holders list.List[holder] // tracked Units not yet collected, oldest first
+	swept   int               // length of the list after the last sweep
 
 	// joined holds when each waiter in the list joined it, since epoch; guarded by
 	// sem.mu. A map rather than a field of the waiter, so that a waiter stays 64
@@ -109,7 +109,7 @@ func (s *Semaphore) snapshot() snapshot {
 	snap.now = time.Since(epoch)
 	st := s.state.Load()
 	snap.capacity, snap.avail, snap.broken = s.capacity.Load(), unitsOf(st), s.brokenState()
-	for w := s.head; w != nil; w = w.next {
+	for w := s.waiting.Front(); w != nil; w = w.link.Next() {
 		n := w.n.Load()
 		row := waiterRow{n: n}
 		if s.diag != nil {
@@ -121,7 +121,7 @@ func (s *Semaphore) snapshot() snapshot {
 	if d := s.diag; d != nil {
 		// Lock order: s.mu, then d.mu. Holder updates take d.mu alone.
 		d.mu.Lock()
-		for h := d.head; h != nil; h = h.next {
+		for h := d.holders.Front(); h != nil; h = h.link.Next() {
 			if n := h.u.Value().Count(); n > 0 { // Count is 0 for a collected (nil) Units
 				snap.holders = append(snap.holders, holderRow{n: n, since: h.since, h: h})
 				snap.holdUnits += n
@@ -153,7 +153,7 @@ func (snap *snapshot) headline() string {
 	case snap.broken != nil:
 		b.WriteString("broken")
 		if snap.broken.cause != nil {
-			b.WriteString(" (" + snap.broken.cause.Error() + ")")
+			b.WriteString(" (" + errs.Cause(snap.broken.cause) + ")")
 		}
 		b.WriteString(", ")
 	case len(snap.waiters) == 0:

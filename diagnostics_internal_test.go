@@ -37,7 +37,7 @@ func TestDiagnostics_JoinTimesLeaveWithTheirWaiters(t *testing.T) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	assert.Nil(t, s.head)
+	assert.Nil(t, s.waiting.Front())
 	assert.Empty(t, s.diag.joined)
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -14,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fairsem/semaphore"
+	"github.com/fairsem/semaphore/internal/hostile"
 )
 
 // above returns "diagnostics_test.go:N" for the line above the one it is called on.
@@ -42,10 +44,10 @@ func TestDiagnostics_HeadlineNamesHeadWaiterAndOldestHolder(t *testing.T) {
 		dump := s.Diagnostics(0)
 		lines := strings.Split(dump, "\n")
 		assert.Equal(t, `semaphore "db": head waiter wants 4 units (waiting 2s), 1 available, `+
-			`3 held by 2 holders for 12s (oldest: worker-1 (`+site+`))`, lines[0], "dump:\n%s", dump)
+			`3 held by 2 holders for 12s (oldest: "worker-1" (`+site+`))`, lines[0], "dump:\n%s", dump)
 		assert.Equal(t, "capacity 4, available 1, held 3, waiters 2 (6 units)", lines[1])
 		assert.Contains(t, dump, "holders (2, 3 units), by site, oldest first:\n  holders  units  oldest    site\n")
-		assert.Regexp(t, `\n  1 +2 +12s +worker-1 \(diagnostics_test\.go:\d+\)\n  1 +1 +2s +diagnostics_test\.go:\d+\n`, dump,
+		assert.Regexp(t, `\n  1 +2 +12s +"worker-1" \(diagnostics_test\.go:\d+\)\n  1 +1 +2s +diagnostics_test\.go:\d+\n`, dump,
 			"groups oldest first, each with its holders, units and age")
 		assert.Contains(t, dump, "waiters, head first:\n  position  units  waiting\n  1         4      2s\n  2         2      2s\n")
 		u1.Release()
@@ -154,7 +156,7 @@ func TestDiagnostics_MaxLinesSumsTheRest(t *testing.T) {
 		}
 		calls := queue(context.Background(), s, 1, 2, 3)
 		dump := s.Diagnostics(1)
-		assert.Regexp(t, `\n  1 +1 +3s +w0 \(diagnostics_test\.go:\d+\)\n  2 +2 +\.\.\. +2 more sites\n`, dump)
+		assert.Regexp(t, `\n  1 +1 +3s +"w0" \(diagnostics_test\.go:\d+\)\n  2 +2 +\.\.\. +2 more sites\n`, dump)
 		assert.Contains(t, dump, "  1         1      0s\n  2 more waiters, 5 units\n")
 		assert.Equal(t, s.Diagnostics(0), s.Diagnostics(-1), "maxLines <= 0 means no limit")
 		assert.Contains(t, s.Diagnostics(0), "  3         3      0s\n")
@@ -175,9 +177,9 @@ func TestDiagnostics_BrokenHeadlineGivesTheCause(t *testing.T) {
 	u, err := s.AcquireUnits(context.Background(), 1)
 	require.NoError(t, err)
 	s.Break(errors.New("shutting down"))
-	assert.Regexp(t, `: broken \(shutting down\), 1 held by 1 holder for \S+ \(oldest: diagnostics_test\.go:\d+\)$`, headline(s))
+	assert.Regexp(t, `: broken \("shutting down"\), 1 held by 1 holder for \S+ \(oldest: diagnostics_test\.go:\d+\)$`, headline(s))
 	u.Release()
-	assert.Contains(t, headline(s), "broken (shutting down), 0 held")
+	assert.Contains(t, headline(s), `broken ("shutting down"), 0 held`)
 }
 
 // After Break the dump counts every unit that Drain waits for, those held outside
@@ -217,4 +219,19 @@ func TestDiagnostics_ReportsDebt(t *testing.T) {
 	assert.Contains(t, dump, "no waiters, 0 of 2 available, 5 held (holders not tracked)\n")
 	assert.Contains(t, dump, "capacity 2, available 0, held 5, waiters 0 (0 units)\nin debt by 3 units after Consume or a shrinking Resize\n")
 	s.Release(5)
+}
+
+// A holder's label is a value a user controls: the dump quotes it, so a
+// hostile label neither forges a row nor passes for a site.
+func TestDiagnostics_QuotesHolderLabels(t *testing.T) {
+	for _, h := range hostile.Texts {
+		s := semaphore.New(2, semaphore.WithName("db"), semaphore.WithHolderTracking())
+		u, err := s.AcquireUnits(semaphore.ContextWithHolderLabel(context.Background(), h.Value), 1)
+		require.NoError(t, err)
+		dump := s.Diagnostics(0)
+		assert.Contains(t, headline(s), "(oldest: "+strconv.Quote(h.Value)+" (diagnostics_test.go:", h.Name)
+		assert.Contains(t, dump, strconv.Quote(h.Value)+" (diagnostics_test.go:", h.Name)
+		assert.Equal(t, 6, strings.Count(dump, "\n"), "%s: a headline, the counts and a table of one holder:\n%s", h.Name, dump)
+		u.Release()
+	}
 }

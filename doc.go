@@ -77,7 +77,7 @@
 //     default constructor: every method that takes, returns or waits for units
 //     (the acquire forms, Release, Consume, Resize, Break, Drain) panics with
 //     "semaphore: zero Semaphore: create it with New"; the queries (Capacity,
-//     Available, Waiters, Name, Err, String, Stats) describe it without panicking,
+//     Available, Waiters, Name, Err, String, Stats, Reading) describe it without panicking,
 //     so that logging one never crashes. A silent capacity of 0 would instead
 //     fail every call with a message blaming the capacity.
 //   - Zero units: Acquire(ctx, 0) follows the FIFO rule like any other request: it
@@ -126,6 +126,13 @@
 // through Units, for Diagnostics, a dump whose first line names the bottleneck;
 // WithWatchdog logs that dump when the head waiter waits too long;
 // WithLeakDetection reports Units dropped without Release.
+//
+// Reading gives the same state in plain values every package of the module shares
+// (a Reading: capacity, units held, waiters, counters, and what is unknown), which
+// is how the debug page and tools read any limiter without knowing its type.
+// Interface is the contract, in the core's words (TryAcquire, Acquire,
+// AcquireTimeout, Release, Resize, Break, Reading), that the capabilities built
+// over a semaphore-shaped type rely on; *Semaphore is its model.
 //
 // In detail:
 //

@@ -22,8 +22,8 @@ func TestErrors_SayWhichSemaphoreWhatWasAskedAndWhy(t *testing.T) {
 		err := s.AcquireTimeout(1500*time.Millisecond, 2)
 		assert.Equal(t, `semaphore "db-conns": acquire 2 units: timed out after 1.5s, queued behind 3 waiters (0 of 4 units available)`, err.Error())
 		s.Break(errors.New("shutting down"))
-		assert.Equal(t, `semaphore "db-conns": acquire 1 unit: broken: shutting down`, s.Acquire(context.Background(), 1).Error())
-		assert.Equal(t, `semaphore "db-conns": broken: shutting down`, s.Err().Error())
+		assert.Equal(t, `semaphore "db-conns": acquire 1 unit: broken: "shutting down"`, s.Acquire(context.Background(), 1).Error())
+		assert.Equal(t, `semaphore "db-conns": broken: "shutting down"`, s.Err().Error())
 	})
 }
 

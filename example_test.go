@@ -120,7 +120,7 @@ func ExampleSemaphore_Break() {
 	fmt.Println(errors.Is(err, semaphore.ErrBroken))
 	sem.Release(1) // never panics, and counts for Drain: holders need not know about the break
 	// Output:
-	// semaphore "workers": acquire 1 unit: broken: shutting down
+	// semaphore "workers": acquire 1 unit: broken: "shutting down"
 	// true
 }
 
@@ -240,7 +240,7 @@ func ExampleSemaphore_Drain() {
 	close(finish)
 	fmt.Println(sem.Drain(context.Background()))
 	// Output:
-	// semaphore "jobs": acquire 1 unit: broken: shutting down
+	// semaphore "jobs": acquire 1 unit: broken: "shutting down"
 	// semaphore "jobs": drain: 3 units still out: context deadline exceeded
 	// <nil>
 }

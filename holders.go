@@ -5,9 +5,12 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"weak"
+
+	"github.com/fairsem/semaphore/internal/list"
 )
 
 // Holder tracking records, for each Units of a semaphore created with
@@ -50,12 +53,12 @@ func ContextWithHolderLabel(ctx context.Context, label string) context.Context {
 // weak pointer, so that a dropped Units can still be collected, and be reported as
 // leaked (see leak.go).
 type holder struct {
-	d          *diagnostics
-	u          weak.Pointer[Units] // the Units; reads of its count are atomic
-	next, prev *holder             // d's list; guarded by d.mu
-	since      time.Duration       // acquire time, since epoch; fixed
-	label      string              // ContextWithHolderLabel; fixed
-	pcs        []uintptr           // the acquire site, or the stack with WithAcquireStacks; fixed
+	d     *diagnostics
+	u     weak.Pointer[Units] // the Units; reads of its count are atomic
+	link  list.Link[holder]   // its place in d's list; guarded by d.mu
+	since time.Duration       // acquire time, since epoch; fixed
+	label string              // ContextWithHolderLabel; fixed
+	pcs   []uintptr           // the acquire site, or the stack with WithAcquireStacks; fixed
 }
 
 // trackedUnits builds the Units for n units just taken by a caller skip frames
@@ -95,17 +98,10 @@ func (h *holder) register(n int64) *Units {
 	u := &Units{n: n, sem: d.sem, h: h}
 	h.u = weak.Make(u)
 	d.mu.Lock()
-	if d.cfg.leak == nil && d.holders >= 2*d.swept+64 {
+	if d.cfg.leak == nil && d.holders.Len() >= 2*d.swept+64 {
 		d.sweepLocked()
 	}
-	h.prev = d.tail
-	if d.tail == nil {
-		d.head = h
-	} else {
-		d.tail.next = h
-	}
-	d.tail = h
-	d.holders++
+	d.holders.PushBack(&h.link, h)
 	d.mu.Unlock()
 	if d.cfg.leak != nil {
 		runtime.SetFinalizer(u, (*Units).collected)
@@ -115,29 +111,14 @@ func (h *holder) register(n int64) *Units {
 
 // sweepLocked unlists the records of collected Units.
 func (d *diagnostics) sweepLocked() {
-	for h := d.head; h != nil; {
-		next := h.next
+	for h := d.holders.Front(); h != nil; {
+		next := h.link.Next()
 		if h.u.Value() == nil {
-			d.unlinkLocked(h)
+			d.holders.Remove(&h.link)
 		}
 		h = next
 	}
-	d.swept = d.holders
-}
-
-func (d *diagnostics) unlinkLocked(h *holder) {
-	if h.prev == nil {
-		d.head = h.next
-	} else {
-		h.prev.next = h.next
-	}
-	if h.next == nil {
-		d.tail = h.prev
-	} else {
-		h.next.prev = h.prev
-	}
-	h.next, h.prev = nil, nil
-	d.holders--
+	d.swept = d.holders.Len()
 }
 
 // site returns the acquire site as "file.go:41", or "" if unknown.
@@ -173,15 +154,15 @@ func (h *holder) stack() string {
 	}
 }
 
-// where names the holder for dumps: its label and site.
+// where names the holder for dumps: its label, quoted, and its site.
 func (h *holder) where() string {
 	switch site := h.site(); {
 	case h.label == "":
 		return site
 	case site == "":
-		return h.label
+		return strconv.Quote(h.label)
 	default:
-		return h.label + " (" + site + ")"
+		return strconv.Quote(h.label) + " (" + site + ")"
 	}
 }
 
@@ -190,12 +171,12 @@ func (h *holder) where() string {
 // then d.mu, as in Diagnostics.
 func (d *diagnostics) agesLocked() (headWait, oldestHolder time.Duration) {
 	now := time.Since(epoch)
-	if head := d.sem.head; head != nil {
+	if head := d.sem.waiting.Front(); head != nil {
 		headWait = now - d.joined[head]
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	for h := d.head; h != nil; h = h.next {
+	for h := d.holders.Front(); h != nil; h = h.link.Next() {
 		if h.u.Value().Count() > 0 { // Count is 0 for a collected (nil) Units
 			oldestHolder = max(oldestHolder, now-h.since)
 		}

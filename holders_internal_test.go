@@ -12,7 +12,7 @@ import (
 func holderCount(s *Semaphore) int {
 	s.diag.mu.Lock()
 	defer s.diag.mu.Unlock()
-	return s.diag.holders
+	return s.diag.holders.Len()
 }
 
 func TestHolderTracking_RecordsOfCollectedUnitsAreSwept(t *testing.T) {

@@ -43,7 +43,7 @@ func (u *Units) collected() {
 	h := u.h
 	d := h.d
 	d.mu.Lock()
-	d.unlinkLocked(h)
+	d.holders.Remove(&h.link)
 	d.mu.Unlock()
 	n := atomic.LoadInt64(&u.n)
 	if n <= 0 || d.cfg.leak == nil {

@@ -180,7 +180,7 @@ func TestObserver_BrokenMayCallStatsAndDiagnostics(t *testing.T) {
 		t.Fatal("Break deadlocked in an observer that reads the semaphore")
 	}
 	assert.True(t, r.stats.Broken)
-	assert.Contains(t, r.dump, `semaphore "db": broken (closing)`)
+	assert.Contains(t, r.dump, `semaphore "db": broken ("closing")`)
 }
 
 // The observer and Stats report one outcome per call, decided once: a context

@@ -8,7 +8,7 @@ func (s *Semaphore) Release(n int64) {
 	for spins := minReleaseSpins; ; spins = min(2*spins, maxReleaseSpins) {
 		st := s.state.Load()
 		// n <= out (capacity - available), as one unsigned comparison that also
-		// sends a negative n to releaseSlow. See "Over-release" in acquire.go.
+		// sends a negative n to releaseSlow. See "Over-release" in semaphore.go.
 		if st&flagsAll != flagHealthy || uint64(n) > uint64(s.capacity.Load()-st>>unitShift) {
 			break
 		}
@@ -133,7 +133,7 @@ func (s *Semaphore) Resize(capacity int64) {
 			s.capacity.Store(capacity)
 		}
 		// The counter bump makes the word differ from every value loaded before
-		// this Resize (see "Over-release" in acquire.go); immediate is lowered to
+		// this Resize (see "Over-release" in semaphore.go); immediate is lowered to
 		// keep their sum, the grant count, unchanged. A swap of the value checked,
 		// not an Add: a lock-free grant may fill the counter after the check, and
 		// the bump would then carry into the units.
@@ -153,8 +153,8 @@ func (s *Semaphore) Resize(capacity int64) {
 		}
 	}
 	var woken wakeList
-	for w := s.head; w != nil; {
-		next := w.next
+	for w := s.waiting.Front(); w != nil; {
+		next := w.link.Next()
 		if w.n.Load() > capacity {
 			s.settleLocked(w, TooLarge, &woken)
 		}

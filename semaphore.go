@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
-	"time"
+
+	"github.com/fairsem/semaphore/internal/errs"
+	"github.com/fairsem/semaphore/internal/list"
 )
 
 // A Semaphore is a weighted, strictly FIFO counting semaphore with a
@@ -28,12 +30,12 @@ import (
 // takes, returns or waits for units panics saying so (see the package
 // documentation). All methods are safe for concurrent use.
 type Semaphore struct {
-	state    atomic.Int64 // the packed word described in acquire.go
+	state    atomic.Int64 // the packed word described below, at its constants
 	capacity atomic.Int64 // total units; written only under mu (see Resize)
 
-	mu         sync.Mutex
-	head, tail *waiter // the wait list, oldest first, guarded by mu; see waitlist.go
-	immediate  uint64  // grants without waiting, apart from those still in the state word's counter; guarded by mu
+	mu        sync.Mutex
+	waiting   list.List[waiter] // the wait list, oldest first, guarded by mu; see waitlist.go
+	immediate uint64            // grants without waiting, apart from those still in the state word's counter; guarded by mu
 
 	// x holds what only a semaphore that has been waited on, refused, broken or
 	// drained needs. It is made once, under mu, by the first such call
@@ -45,60 +47,109 @@ type Semaphore struct {
 	diag *diagnostics // holder tracking, leak detection, watchdog; nil: off
 }
 
-// extra is the part of a Semaphore made on first need.
-type extra struct {
-	// Atomic: read without mu by the queries and by end.
-	waiters   atomic.Int64               // length of the wait list; written only under mu
-	broken    atomic.Pointer[breakState] // nil until Break; set once, under mu
-	timedOut  atomic.Uint64              // calls that failed on a deadline
-	cancelled atomic.Uint64              // calls whose context was cancelled
-	rejected  atomic.Uint64              // calls refused: too large or queue full
-	waitNanos atomic.Int64               // total time spent in the wait list
+// The state word packs the units available now with a grant counter and three
+// flags, so that each uncontended call is one atomic operation and takes no lock:
+//
+//	bits 63..18  units available, signed (negative after Consume or a shrinking Resize)
+//	bits 17..3   grants made without the lock since the last fold (see foldLocked)
+//	bit  2       flagDraining: a Drain waits, so every Release takes the lock
+//	bit  1       flagHealthy: set by New, cleared by Break and never set again
+//	bit  0       flagWaiting: the wait list is not empty
+//
+// Adding or subtracting units adds a multiple of 1<<unitShift, which leaves the low
+// bits alone, so units and flags change together in one atomic operation. A zero
+// Semaphore, made without New, has flagHealthy clear: every lock-free path refuses
+// it as it refuses a broken one, and the slow paths, which tell the two apart by
+// the break record, panic (isZero).
+//
+// Range. Capacities, requests, releases and Consume amounts are at most MaxUnits
+// (M = 2^44-1), and the units field holds [-2^45, 2^45-1], which contains
+// [-2M, 2M]. Let out = capacity - available (units held or consumed):
+//   - an acquisition leaves available >= 0, so out <= capacity <= M;
+//   - Consume refuses (panics) before available would go below -M, so out <= 2M;
+//   - Resize leaves out unchanged; Release refuses before out would go below 0.
+//
+// So available stays in [-2M, M], and available + n for any n <= M stays in
+// [-2M, 2M]: every check of the word (acquire.go's, release.go's) is made on a value
+// that cannot have wrapped, and each one is made before the word changes (a
+// compare-and-swap of the value checked).
+//
+// Over-release. A Release of n is correct only if n <= out, that is if available + n
+// <= capacity. Release checks exactly that against the value its compare-and-swap
+// installs, so a Release that would make more units available than the capacity is
+// refused, whatever runs concurrently. The capacity is a second word, written only
+// under mu, and read by the lock-free Release between its load and its swap of the
+// state. Resize writes the two in the order that makes every mixed view stricter
+// than either consistent one (a refusal then falls to releaseSlow, which decides
+// under mu), and it bumps the grant counter: a Release that read a capacity a Resize
+// changed before the swap can only succeed if the state word came back to the very
+// value the Release loaded, counter included, which takes 32,767 further grants or
+// resizes while that goroutine is stopped between two instructions.
+//
+// Memory ordering. sync/atomic operations are sequentially consistent, and nothing
+// weaker is relied on:
+//   - flagWaiting <=> the wait list is not empty, whenever mu is free. The flag is
+//     set under mu, by a compare-and-swap against the exact value join examined, and
+//     cleared under mu when the last waiter is removed (removeLocked).
+//   - A lock-free grant (tryAcquire) is a compare-and-swap conditioned on
+//     flagWaiting clear and flagHealthy set, so it never takes units past a waiter.
+//   - A lock-free Release is a compare-and-swap conditioned on the flags reading
+//     exactly flagHealthy. If join's swap setting flagWaiting came first, the
+//     Release's swap fails and it takes mu to grant; if the Release came first,
+//     join's swap fails and join looks again and sees the units. Either way no unit
+//     lands unseen while someone waits (see join), and the same holds for Drain and
+//     flagDraining.
+//   - After any change under mu that could let the head fit (a release, a waiter
+//     leaving, a resize), grantLocked runs before mu is released, so "units free,
+//     head fits, head still waiting" never outlasts a critical section.
+//   - grantLocked takes a waiter's units before unlinking it, so clearing
+//     flagWaiting with the last waiter cannot let a lock-free acquirer in first.
+//   - The grant counter is folded into Semaphore.immediate only under mu, so the
+//     two add up exactly whenever mu is held (Stats holds it).
+const (
+	flagWaiting  = 1 << 0
+	flagHealthy  = 1 << 1
+	flagDraining = 1 << 2
+	flagsAll     = flagWaiting | flagHealthy | flagDraining
 
-	// Guarded by mu.
-	cond           sync.Cond     // plain waiters park here; Wait and Signal only under mu (see waitlist.go)
-	granted        uint64        // grants to waiters, counted when made; one handed on after a cancellation is taken back
-	queued         uint64        // calls that joined the wait list
-	drained        chan struct{} // closed when every unit is back; non-nil while a Drain waits
-	drainers       int           // Drain calls waiting on drained
-	deadlines      deadlineHeap  // the timed waiters in the list, earliest deadline first; see waitlist.go
-	timer          *time.Timer   // the deadline timer; nil while deadlines is empty
-	timerSet       bool          // timer is pending, and will fire at timerAt
-	timerAt        time.Duration // since epoch
-	onDeadlineFunc func()        // s.onDeadline, bound once
-}
+	countShift = 3
+	countOne   = 1 << countShift
+	countMask  = (1<<15 - 1) << countShift // folded before it can carry into the units
 
-// extraLocked returns s.x, making it on first use. mu must be held.
-func (s *Semaphore) extraLocked() *extra {
-	x := s.x.Load()
-	if x == nil {
-		x = &extra{}
-		x.cond.L = (*condLocker)(s)
-		s.x.Store(x)
-	}
-	return x
-}
+	unitShift = 18
+)
 
-// extra returns s.x, making it on first use. mu must not be held.
-func (s *Semaphore) extra() *extra {
-	if x := s.x.Load(); x != nil {
-		return x
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.extraLocked()
-}
+// MaxUnits is the largest capacity, request or Consume a Semaphore accepts: 2^44-1,
+// about 17.6 TB when units are bytes. Debt from Consume is limited to MaxUnits too.
+const MaxUnits = 1<<44 - 1
 
 // New returns a semaphore with the given capacity, all of it available.
 // It panics if capacity is negative or larger than MaxUnits, or if an option is
 // given an invalid value. Without options it allocates one small object.
 func New(capacity int64, opts ...Option) *Semaphore {
-	s := &Semaphore{opts: &noOptions}
+	return new(Semaphore).init("New", capacity, opts)
+}
+
+// Init makes s, a zero Semaphore, what New returns, and returns s: for a type
+// that keeps a Semaphore inside itself, so that the two are one allocation.
+// Init must be called once, before any other method, and the Semaphore must not
+// be copied after. It panics if s was already made (by New or Init) and for the
+// values New panics for.
+func (s *Semaphore) Init(capacity int64, opts ...Option) *Semaphore {
+	if !s.isZero() {
+		s.panicf("Init(%d): already made", capacity)
+	}
+	return s.init("Init", capacity, opts)
+}
+
+// init is New and Init, named op in its panics.
+func (s *Semaphore) init(op string, capacity int64, opts []Option) *Semaphore {
+	s.opts = &noOptions
 	if len(opts) > 0 {
 		s.opts = newConfig(opts)
 	}
 	if capacity < 0 || capacity > MaxUnits {
-		s.panicf("New(%d): capacity must be between 0 and %d", capacity, int64(MaxUnits))
+		s.panicf("%s(%d): capacity must be between 0 and %d", op, capacity, int64(MaxUnits))
 	}
 	if s.opts.badMaxWaiters {
 		s.panicf("WithMaxWaiters(%d): the number of waiters must not be negative", s.opts.maxWaiters)
@@ -109,10 +160,6 @@ func New(capacity int64, opts ...Option) *Semaphore {
 	return s
 }
 
-// isZero reports whether s is a zero Semaphore, made without New: New always sets
-// opts, which is fixed from then on.
-func (s *Semaphore) isZero() bool { return s.opts == nil }
-
 // Capacity returns the current capacity.
 func (s *Semaphore) Capacity() int64 { return s.capacity.Load() }
 
@@ -120,14 +167,6 @@ func (s *Semaphore) Capacity() int64 { return s.capacity.Load() }
 // waiters. It is never negative: after Consume or a shrinking Resize it reports 0
 // until enough units are released. It is 0 on a broken semaphore.
 func (s *Semaphore) Available() int64 { return availableIn(s.state.Load()) }
-
-// availableIn is Available for the state word st.
-func availableIn(st int64) int64 {
-	if st&flagHealthy == 0 || st < 0 {
-		return 0
-	}
-	return unitsOf(st)
-}
 
 // Waiters returns the number of calls waiting now. A waiter that was cancelled or
 // timed out is not counted from the moment it gives up.
@@ -156,7 +195,7 @@ func (s *Semaphore) String() string {
 	if b := s.brokenState(); b != nil {
 		str += ", broken"
 		if b.cause != nil {
-			str += ": " + b.cause.Error()
+			str += ": " + errs.Cause(b.cause)
 		}
 	}
 	return str

@@ -50,7 +50,7 @@ func TestSemaphore_QueriesReportLiveState(t *testing.T) {
 		assert.Len(t, finished(calls), 2)
 		st := s.Stats()
 		assert.Equal(t, semaphore.Stats{
-			Name: "q", Capacity: 3, Available: 0, Waiters: 0,
+			Name: "q", Capacity: 3, Available: 0, Held: 3, Waiters: 0,
 			Acquired: 1, AcquiredImmediately: 1, Queued: 2, Cancelled: 2,
 			WaitTime: 2 * time.Second,
 		}, st)
@@ -70,7 +70,11 @@ func TestString_CapacityAndAvailableAreReadTogether(t *testing.T) {
 	})
 	defer wg.Wait()
 	defer stop.Store(true)
-	for range 100000 {
+	rounds := 100000
+	if testing.Short() {
+		rounds = 5000
+	}
+	for range rounds {
 		str := s.String()
 		require.NotContains(t, str, "1001 of 1 unit", str)
 	}
@@ -112,4 +116,26 @@ func TestSemaphore_ZeroValueQueriesDoNotPanic(t *testing.T) {
 	assert.Equal(t, 0, s.Waiters())
 	assert.NoError(t, s.Err())
 	assert.Contains(t, s.String(), "zero Semaphore")
+}
+
+// A Semaphore kept inside another struct and made with Init is what New
+// returns: its capacity, its options, and the zero Semaphore's panics before.
+func TestInit_MakesASemaphoreKeptInsideAnotherValue(t *testing.T) {
+	var holder struct {
+		name string
+		sem  semaphore.Semaphore
+	}
+	assert.PanicsWithValue(t, "semaphore: zero Semaphore: create it with New", func() { holder.sem.Release(1) })
+	s := holder.sem.Init(2, semaphore.WithName("inline"), semaphore.WithMaxWaiters(0))
+	require.Same(t, &holder.sem, s)
+	assert.True(t, s.TryAcquire(2))
+	err := s.AcquireTimeout(time.Second, 1)
+	assert.ErrorIs(t, err, semaphore.ErrQueueFull, "the options apply")
+	assert.Contains(t, err.Error(), `semaphore "inline"`)
+	s.Release(2)
+	assert.Equal(t, int64(2), s.Available())
+	assert.PanicsWithValue(t, `semaphore "inline": Init(3): already made`, func() { s.Init(3) })
+	assert.PanicsWithValue(t, `semaphore "bad": Init(-1): capacity must be between 0 and 17592186044415`, func() {
+		new(semaphore.Semaphore).Init(-1, semaphore.WithName("bad"))
+	})
 }

@@ -2,6 +2,8 @@ package semaphore
 
 import (
 	"time"
+
+	"github.com/fairsem/semaphore/internal/statsline"
 )
 
 // Stats is a snapshot of a semaphore's state and counters. The counters only grow.
@@ -14,6 +16,7 @@ type Stats struct {
 	Name      string // from WithName
 	Capacity  int64  // as Capacity
 	Available int64  // as Available: never negative, 0 once broken
+	Held      int64  // units held or consumed: what Drain waits for; may exceed Capacity after a shrink or Consume, and is still counted after Break
 	Waiters   int    // as Waiters: calls waiting now
 	Broken    bool   // Break was called
 
@@ -54,6 +57,7 @@ func (s *Semaphore) Stats() Stats {
 		Name:                s.Name(),
 		Capacity:            capacity,
 		Available:           availableIn(st),
+		Held:                capacity - unitsOf(st),
 		Acquired:            immediate + granted,
 		AcquiredImmediately: immediate,
 		Queued:              queued,
@@ -69,4 +73,35 @@ func (s *Semaphore) Stats() Stats {
 		stats.WaitTime = time.Duration(x.waitNanos.Load())
 	}
 	return stats
+}
+
+// String writes s on one line, each field under the name the metrics and
+// Diagnostics give it, for example
+//
+//	semaphore "db" capacity=10 available=3 held=7 waiters=2 broken=false acquired=120 acquired_immediately=97 queued=23 timed_out=1 cancelled=0 rejected=0 wait_time=1.503s
+//
+// followed by head_wait and oldest_holder when they are not zero (they are
+// known with holder tracking only). The name is quoted; an unnamed
+// semaphore's line begins "unnamed semaphore".
+func (s Stats) String() string {
+	l := statsline.New("semaphore", s.Name)
+	l.Int("capacity", s.Capacity)
+	l.Int("available", s.Available)
+	l.Int("held", s.Held)
+	l.Int("waiters", int64(s.Waiters))
+	l.Bool("broken", s.Broken)
+	l.Uint("acquired", s.Acquired)
+	l.Uint("acquired_immediately", s.AcquiredImmediately)
+	l.Uint("queued", s.Queued)
+	l.Uint("timed_out", s.TimedOut)
+	l.Uint("cancelled", s.Cancelled)
+	l.Uint("rejected", s.Rejected)
+	l.Duration("wait_time", s.WaitTime)
+	if s.HeadWait != 0 {
+		l.Duration("head_wait", s.HeadWait)
+	}
+	if s.OldestHolder != 0 {
+		l.Duration("oldest_holder", s.OldestHolder)
+	}
+	return l.String()
 }

@@ -2,7 +2,10 @@ package semaphore_test
 
 import (
 	"context"
+	"fmt"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fairsem/semaphore"
+	"github.com/fairsem/semaphore/internal/statsline/statslinetest"
 )
 
 func TestStats_CountsEveryKindOfOutcome(t *testing.T) {
@@ -136,7 +140,11 @@ func TestStats_CapacityAndAvailableAreReadTogether(t *testing.T) {
 	})
 	defer wg.Wait()
 	defer stop.Store(true)
-	for range 200000 {
+	rounds := 200000
+	if testing.Short() {
+		rounds = 10000
+	}
+	for range rounds {
 		st := s.Stats()
 		require.LessOrEqual(t, st.Available, st.Capacity, "Stats %+v", st)
 	}
@@ -203,4 +211,44 @@ func TestStats_AGrantLostToACancellationIsNotCounted(t *testing.T) {
 		assert.Equal(t, int64(1), st.Available)
 		assert.Equal(t, uint64(100), succeeded, "every grant was lost to its cancellation")
 	})
+}
+
+// Stats print with %v as one line in the metrics' words: what fmt.Println of a
+// snapshot shows.
+func TestStats_PrintsAsOneLineInTheMetricsWords(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := semaphore.New(2, semaphore.WithName("db"), semaphore.WithMaxWaiters(1), semaphore.WithHolderTracking())
+		u, err := s.AcquireUnits(context.Background(), 2)
+		require.NoError(t, err)
+		assert.ErrorIs(t, s.AcquireTimeout(1500*time.Millisecond, 1), semaphore.ErrTimedOut)
+		c := started(context.Background(), s, 1)
+		synctest.Wait()
+		assert.ErrorIs(t, s.Acquire(context.Background(), 1), semaphore.ErrQueueFull)
+		time.Sleep(time.Second)
+		assert.Equal(t, `semaphore "db" capacity=2 available=0 held=2 waiters=1 broken=false acquired=1 acquired_immediately=1 queued=2 timed_out=1 cancelled=0 rejected=1 wait_time=1.5s head_wait=1s oldest_holder=2.5s`,
+			fmt.Sprint(s.Stats()))
+		u.Release()
+		require.NoError(t, <-c)
+		s.Release(1)
+		s.Break(nil)
+		assert.Equal(t, `semaphore "db" capacity=2 available=0 held=0 waiters=0 broken=true acquired=2 acquired_immediately=1 queued=2 timed_out=1 cancelled=0 rejected=1 wait_time=2.5s`,
+			s.Stats().String(), "head_wait and oldest_holder only when known and not zero")
+	})
+}
+
+func TestStats_StringNamesEveryField(t *testing.T) {
+	st := semaphore.Stats{Name: "n", Capacity: 1, Available: 1, Waiters: 1, Broken: true, Acquired: 1, AcquiredImmediately: 1,
+		Queued: 1, TimedOut: 1, Cancelled: 1, Rejected: 1, WaitTime: 1, HeadWait: 1, OldestHolder: 1}
+	statslinetest.EveryField(t, st, st.String(), nil)
+}
+
+func TestStats_StringQuotesHostileNames(t *testing.T) {
+	for _, name := range []string{"a\nb", "<script>alert(1)</script>\" waiters=99", strings.Repeat("x", 5000), "\xff", ""} {
+		got := semaphore.New(1, semaphore.WithName(name)).Stats().String()
+		want := "unnamed semaphore"
+		if name != "" {
+			want = "semaphore " + strconv.Quote(name)
+		}
+		assert.Equal(t, want+" capacity=1 available=1 held=0 waiters=0 broken=false acquired=0 acquired_immediately=0 queued=0 timed_out=0 cancelled=0 rejected=0 wait_time=0s", got)
+	}
 }

@@ -1,15 +1,17 @@
 package semaphore
 
 import (
-	"math"
+	"context"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/fairsem/semaphore/internal/list"
 )
 
-// The wait list is an intrusive doubly linked list of waiters, oldest first, guarded
-// by Semaphore.mu. Doubly linked so that a waiter that gives up (timeout,
-// cancellation) leaves from anywhere in O(1).
+// The wait list is an intrusive doubly linked list of waiters (internal/list),
+// oldest first, guarded by Semaphore.mu. Doubly linked so that a waiter that gives
+// up (timeout, cancellation) leaves from anywhere in O(1).
 //
 // A waiter's life, and who may touch it at each step:
 //
@@ -64,7 +66,8 @@ import (
 // Channels, which stay tied to the bubble that made them, are made per wait and
 // never pooled; the deadline timer belongs to the semaphore and lives only while
 // timed waiters wait (see "The deadline timer" below). The Cond serves all plain waiters of a
-// semaphore, so a node stays 64 bytes.
+// semaphore, and a timed waiter's deadline is kept in the deadline heap, so a node
+// stays 64 bytes.
 //
 // A waiter's outcome is stored under mu and loaded by the waiter after its wake:
 // the Signal is made under mu after the store, WaitGroup.Done happens before the
@@ -74,12 +77,11 @@ import (
 type waiter struct {
 	// n is the request while queued (>= 0). Once settled it holds the outcome as a
 	// code (codeOf, < 0); the waiter's goroutine keeps its own copy of n.
-	n          atomic.Int64
-	next, prev *waiter
-	park       sync.WaitGroup // counter 1 while a waiter parked on it is queued
-	ch         chan struct{}  // onCond, nil (parks on park) or the context waiter's channel
-	deadline   time.Duration  // a timed waiter's deadline, since epoch; guarded by mu
-	slot       int            // index + 1 in extra.deadlines; 0: not a timed waiter in the list; guarded by mu
+	n    atomic.Int64
+	link list.Link[waiter] // its place in the wait list, or, settled, in a wakeList; guarded by mu, then by the settler
+	park sync.WaitGroup    // counter 1 while a waiter parked on it is queued
+	ch   chan struct{}     // onCond, nil (parks on park) or the context waiter's channel
+	slot int               // index + 1 in extra.deadlines; 0: not a timed waiter in the list; guarded by mu
 }
 
 // onCond marks a waiter parked on its semaphore's Cond. It is never closed.
@@ -101,23 +103,15 @@ func (w *waiter) queued() bool { return w.n.Load() >= 0 }
 
 var waiterPool = sync.Pool{New: func() any { return new(waiter) }}
 
-// wakeList collects settled waiters, linked through next, so that they are woken in
-// FIFO order after mu is released.
-type wakeList struct{ head, tail *waiter }
+// wakeList collects settled waiters, through the links that held them in the wait
+// list, so that they are woken in FIFO order after mu is released.
+type wakeList struct{ list.List[waiter] }
 
-func (l *wakeList) push(w *waiter) {
-	w.next = nil
-	if l.tail == nil {
-		l.head = w
-	} else {
-		l.tail.next = w
-	}
-	l.tail = w
-}
+func (l *wakeList) push(w *waiter) { l.PushBack(&w.link, w) }
 
 func (l *wakeList) wake() {
-	for w := l.head; w != nil; {
-		next := w.next // w may be reused the moment it is woken
+	for w := l.Front(); w != nil; {
+		next := w.link.Next() // w may be reused the moment it is woken
 		w.wake()
 		w = next
 	}
@@ -133,30 +127,14 @@ func (w *waiter) wake() {
 
 // pushLocked appends w to the wait list; flagWaiting is already set.
 func (s *Semaphore) pushLocked(x *extra, w *waiter) {
-	w.next, w.prev = nil, s.tail // next may still link a wake chain from the node's last use
-	if s.tail == nil {
-		s.head = w
-	} else {
-		s.tail.next = w
-	}
-	s.tail = w
+	s.waiting.PushBack(&w.link, w) // the link may still hold a wake chain from the node's last use
 	x.waiters.Add(1)
 	x.queued++
 }
 
 // removeLocked unlinks w and clears flagWaiting when the list becomes empty.
 func (s *Semaphore) removeLocked(w *waiter) {
-	if w.prev == nil {
-		s.head = w.next
-	} else {
-		w.prev.next = w.next
-	}
-	if w.next == nil {
-		s.tail = w.prev
-	} else {
-		w.next.prev = w.prev
-	}
-	w.next, w.prev = nil, nil
+	s.waiting.Remove(&w.link)
 	x := s.x.Load()
 	x.waiters.Add(-1)
 	if w.slot != 0 {
@@ -168,10 +146,11 @@ func (s *Semaphore) removeLocked(w *waiter) {
 			}
 		}
 	}
+	empty := s.waiting.Len() == 0
 	if s.diag != nil {
-		s.diag.leftLocked(w, s.head == nil)
+		s.diag.leftLocked(w, empty)
 	}
-	if s.head == nil {
+	if empty {
 		s.state.And(^int64(flagWaiting))
 	}
 }
@@ -207,7 +186,7 @@ func (s *Semaphore) signalLocked() {
 // before the waiter is unlinked, so that clearing flagWaiting on the last one
 // cannot let a lock-free acquirer take them first.
 func (s *Semaphore) grantLocked(woken *wakeList) {
-	for w := s.head; w != nil; w = s.head {
+	for w := s.waiting.Front(); w != nil; w = s.waiting.Front() {
 		n := w.n.Load()
 		if unitsOf(s.state.Load()) < n {
 			// Strict FIFO: the head does not fit, so nobody behind it is
@@ -232,153 +211,152 @@ func (s *Semaphore) leaveLocked(w *waiter, o Outcome, woken *wakeList) {
 	s.grantLocked(woken)
 }
 
-// The deadline timer. Timed waiters (AcquireTimeout) do not arm a timer each: a
-// semaphore keeps its timed waiters in a heap by deadline, under mu, and one timer
-// set for the earliest deadline that the timer does not already cover. A timed wait
-// then costs a heap push and a removal under the lock instead of starting and
-// stopping a runtime timer, and allocates nothing while the timer is pending, which
-// under steady load is nearly always.
-//
-// The timer lives while the heap is not empty: it is started when the first timed
-// waiter joins, moved earlier (Reset) when an earlier deadline joins, and stopped
-// and dropped when the last timed waiter leaves, so that no timer outlives the waits
-// it serves: a timer left to fire would keep the semaphore reachable until then,
-// and waits that come one at a time would pile up one pending timer each.
-// Stopping and resetting stay within one testing/synctest bubble, as the runtime
-// requires: a semaphore is not shared between a bubble and the outside, so every
-// goroutine that waits on it, grants it or leaves it while the heap is not empty
-// is in the bubble the timer was made in. A timer of another bubble, or of the
-// outside, would be one made before the heap last emptied, and that one was stopped
-// then; so it does not fire into a later bubble (reading the real clock against the
-// bubble's deadlines), and one made in an ended bubble, which never fires, is never
-// counted on. The one exception is a callback that had already started, waiting for
-// mu, when its timer was stopped: it runs late and settles what is due by its
-// clock, which is right unless the semaphore moved to another clock meanwhile.
-//
-// The bookkeeping, all guarded by mu:
-//   - deadlines holds exactly the timed waiters still in the list: join pushes a
-//     timed waiter, and removeLocked, through which every waiter leaves, removes it.
-//   - timer is nil while the heap is empty. timerSet and timerAt: timer is pending
-//     and will fire at timerAt.
-//   - Every timed waiter's deadline is covered: timerSet and timerAt <= its
-//     deadline. armLocked resets the timer when a new deadline is not covered, and
-//     onDeadline, once it has settled the waiters due, resets it for the earliest
-//     remaining deadline unless it is covered.
+// extra is the part of a Semaphore made on first need.
+type extra struct {
+	// Atomic: read without mu by the queries and by end.
+	waiters   atomic.Int64               // length of the wait list; written only under mu
+	broken    atomic.Pointer[breakState] // nil until Break; set once, under mu
+	timedOut  atomic.Uint64              // calls that failed on a deadline
+	cancelled atomic.Uint64              // calls whose context was cancelled
+	rejected  atomic.Uint64              // calls refused: too large or queue full
+	waitNanos atomic.Int64               // total time spent in the wait list
 
-// deadlineHeap is a binary min-heap of timed waiters by deadline. A waiter's slot
-// is its index + 1, and 0 when it is not in the heap.
-type deadlineHeap []*waiter
-
-func (h *deadlineHeap) push(w *waiter) {
-	*h = append(*h, w)
-	w.slot = len(*h)
-	h.up(len(*h) - 1)
+	// Guarded by mu.
+	cond           sync.Cond     // plain waiters park here; Wait and Signal only under mu (see "The Cond" above)
+	granted        uint64        // grants to waiters, counted when made; one handed on after a cancellation is taken back
+	queued         uint64        // calls that joined the wait list
+	drained        chan struct{} // closed when every unit is back; non-nil while a Drain waits
+	drainers       int           // Drain calls waiting on drained
+	deadlines      deadlineHeap  // the timed waiters in the list, earliest deadline first; see deadline.go
+	timer          *time.Timer   // the deadline timer; nil while deadlines is empty
+	timerSet       bool          // timer is pending, and will fire at timerAt
+	timerAt        time.Duration // since epoch
+	onDeadlineFunc func()        // s.onDeadline, bound once
 }
 
-func (h *deadlineHeap) remove(w *waiter) {
-	i, last := w.slot-1, len(*h)-1
-	if i != last {
-		h.swap(i, last)
-	}
-	(*h)[last] = nil
-	*h = (*h)[:last]
-	w.slot = 0
-	if i != last {
-		h.down(i)
-		h.up(i)
-	}
-}
-
-func (h deadlineHeap) swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].slot, h[j].slot = i+1, j+1
-}
-
-func (h deadlineHeap) up(i int) {
-	for i > 0 {
-		parent := (i - 1) / 2
-		if h[parent].deadline <= h[i].deadline {
-			return
-		}
-		h.swap(i, parent)
-		i = parent
-	}
-}
-
-func (h deadlineHeap) down(i int) {
-	for {
-		least, l := i, 2*i+1
-		if l < len(h) && h[l].deadline < h[least].deadline {
-			least = l
-		}
-		if r := l + 1; r < len(h) && h[r].deadline < h[least].deadline {
-			least = r
-		}
-		if least == i {
-			return
-		}
-		h.swap(i, least)
-		i = least
-	}
-}
-
-// armLocked gives w, which has just joined the list, its deadline d after now and
-// makes sure a timer will fire by then.
-func (s *Semaphore) armLocked(w *waiter, now, d time.Duration) {
-	w.deadline = now + d
-	if w.deadline < now { // d > 0 here: the sum wrapped
-		w.deadline = math.MaxInt64
-	}
+// extraLocked returns s.x, making it on first use. mu must be held.
+func (s *Semaphore) extraLocked() *extra {
 	x := s.x.Load()
-	x.deadlines.push(w)
-	s.coverLocked(x, w.deadline, now)
+	if x == nil {
+		x = &extra{}
+		x.cond.L = (*condLocker)(s)
+		s.x.Store(x)
+	}
+	return x
 }
 
-// coverLocked makes the timer fire by deadline, unless it is pending for then or
-// earlier already.
-func (s *Semaphore) coverLocked(x *extra, deadline, now time.Duration) {
-	if x.timerSet && x.timerAt <= deadline {
-		return
+// extra returns s.x, making it on first use. mu must not be held.
+func (s *Semaphore) extra() *extra {
+	if x := s.x.Load(); x != nil {
+		return x
 	}
-	if x.timer == nil {
-		if x.onDeadlineFunc == nil {
-			x.onDeadlineFunc = s.onDeadline
-		}
-		x.timer = time.AfterFunc(deadline-now, x.onDeadlineFunc)
-	} else {
-		x.timer.Reset(deadline - now)
-	}
-	x.timerSet, x.timerAt = true, deadline
-}
-
-// stopTimerLocked stops and drops the timer once the heap is empty. A callback
-// already started still runs (see above).
-func (x *extra) stopTimerLocked() {
-	if x.timer != nil {
-		x.timer.Stop()
-		x.timer = nil
-	}
-	x.timerSet = false
-}
-
-// onDeadline is the deadline timer's callback: it fails every timed waiter whose
-// deadline has passed, with ErrTimedOut, and grants the waiters behind them that
-// now fit.
-func (s *Semaphore) onDeadline() {
 	s.mu.Lock()
-	x, now := s.x.Load(), now()
-	if x.timerSet && x.timerAt <= now {
-		x.timerSet = false // the timer has fired
+	defer s.mu.Unlock()
+	return s.extraLocked()
+}
+
+// kept decides whether an Acquire granted its units keeps them, and is the one
+// place that decides it for every grant an Acquire obtains: on the lock-free path,
+// after the yield, at once in join, or after waiting (queued); a plain wait's
+// context cannot end. A call whose context is done once it holds the units gives
+// them back, as x/sync's Acquire does, and fails with its context's error: a
+// cancellation that happened before the grant (a cancel, then the Release that
+// granted the units) always wins, and one concurrent with the grant may. The
+// units go back as by Release, so the waiters that now fit are granted in FIFO
+// order and nothing is lost; the grant is taken out of Stats.Acquired, which
+// counts the calls that returned nil. done is the context's Done channel; a call
+// whose context cannot end (nil) never asks.
+func (s *Semaphore) kept(done <-chan struct{}, n int64, queued bool) bool {
+	select {
+	case <-done:
+	default:
+		return true
 	}
-	var woken wakeList
-	for len(x.deadlines) > 0 && x.deadlines[0].deadline <= now {
-		w := x.deadlines[0]
-		s.leaveLocked(w, TimedOut, &woken)
-		woken.push(w)
-	}
-	if len(x.deadlines) > 0 {
-		s.coverLocked(x, x.deadlines[0].deadline, now)
+	s.mu.Lock()
+	if queued {
+		s.x.Load().granted--
+	} else {
+		// The grant may still be in the state word's counter, not yet folded:
+		// the sum of the two, which Stats reads under mu, is what must drop,
+		// and it does, modulo 2^64, whichever of the two holds it.
+		s.immediate--
 	}
 	s.mu.Unlock()
-	woken.wake()
+	s.Release(n)
+	return false
 }
+
+// wokenOutOfTurn handles a plain waiter woken by a Signal meant for a waiter behind
+// it, which a Resize settled out of list order. Unless it was settled itself in the
+// meantime, it passes the Signal on and parks on its own WaitGroup until settled,
+// out of the Cond's ticket order for good. See "The Cond" above.
+func (s *Semaphore) wokenOutOfTurn(w *waiter) int64 {
+	s.mu.Lock()
+	if w.queued() {
+		w.ch = nil
+		w.park.Add(1)
+		s.signalLocked()
+		s.mu.Unlock()
+		w.park.Wait()
+	} else {
+		s.mu.Unlock()
+	}
+	return w.n.Load()
+}
+
+// waitContext waits for w to be settled or for the context to end, and returns e
+// with how the wait ended. It is called with mu held. When both happened, select
+// picks either case; a grant found either way goes to kept, as every grant of an
+// Acquire does (see acquireSlow).
+func (s *Semaphore) waitContext(ctx context.Context, w *waiter, e ending) ending {
+	ch := make(chan struct{})
+	w.ch = ch
+	s.mu.Unlock()
+	start := now()
+	select {
+	case <-ch:
+		e.outcome = outcomeOf(w.n.Load())
+	case <-ctx.Done():
+		e.outcome = s.abandon(ctx, w)
+	}
+	e.waited = now() - start
+	w.ch = nil
+	waiterPool.Put(w)
+	return e
+}
+
+// abandon takes w out of the list after its context ended and returns how the
+// call ended: Cancelled, or TimedOut when the context's deadline passed, if w was
+// still queued; otherwise the outcome it was settled with, which the caller
+// checks like any other grant (kept).
+func (s *Semaphore) abandon(ctx context.Context, w *waiter) Outcome {
+	gaveUp := contextOutcome(ctx)
+	s.mu.Lock()
+	if w.queued() {
+		var woken wakeList
+		s.leaveLocked(w, gaveUp, &woken)
+		s.mu.Unlock()
+		woken.wake()
+		return gaveUp
+	}
+	s.mu.Unlock()
+	// Settled concurrently with the cancellation; the settler closes ch right
+	// after releasing mu, and w must not be reused before it has.
+	<-w.ch
+	return outcomeOf(w.n.Load())
+}
+
+// contextOutcome is how a call ends when its context ended first.
+func contextOutcome(ctx context.Context) Outcome {
+	if ctx.Err() == context.DeadlineExceeded {
+		return TimedOut
+	}
+	return Cancelled
+}
+
+// epoch anchors wait-time measurements: time.Since(epoch) is a single monotonic
+// clock read, where time.Now also reads the wall clock. Inside a synctest bubble
+// time.Since follows the bubble's clock, and only differences are ever used.
+var epoch = time.Now()
+
+func now() time.Duration { return time.Since(epoch) }

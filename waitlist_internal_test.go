@@ -39,10 +39,12 @@ func TestDeadlineHeap_RemovingFromAnywhereKeepsTheEarliestFirst(t *testing.T) {
 	for round := range 40 {
 		var h deadlineHeap
 		var in []*waiter
+		deadlines := map[*waiter]time.Duration{}
 		for range 200 {
 			if len(in) == 0 || rng.IntN(3) != 0 {
-				w := &waiter{deadline: time.Duration(rng.IntN(50))}
-				h.push(w)
+				w := &waiter{}
+				deadlines[w] = time.Duration(rng.IntN(50))
+				h.push(w, deadlines[w])
 				in = append(in, w)
 			} else {
 				i := rng.IntN(len(in))
@@ -51,17 +53,20 @@ func TestDeadlineHeap_RemovingFromAnywhereKeepsTheEarliestFirst(t *testing.T) {
 				in = slices.Delete(in, i, i+1)
 			}
 			require.Len(t, h, len(in))
-			for i, w := range h { // plain checks: require here would dominate the run time
-				if w.slot != i+1 {
-					t.Fatalf("round %d: heap[%d] has slot %d", round, i, w.slot)
+			for i, e := range h { // plain checks: require here would dominate the run time
+				if e.w.slot != i+1 {
+					t.Fatalf("round %d: heap[%d] has slot %d", round, i, e.w.slot)
 				}
-				if i > 0 && h[(i-1)/2].deadline > w.deadline {
+				if e.deadline != deadlines[e.w] {
+					t.Fatalf("round %d: heap[%d] has another waiter's deadline", round, i)
+				}
+				if i > 0 && h[(i-1)/2].deadline > e.deadline {
 					t.Fatalf("round %d: heap order broken at %d", round, i)
 				}
 			}
 			if len(in) > 0 {
-				earliest := slices.MinFunc(in, func(a, b *waiter) int { return int(a.deadline - b.deadline) })
-				require.Equal(t, earliest.deadline, h[0].deadline, "round %d", round)
+				earliest := slices.MinFunc(in, func(a, b *waiter) int { return int(deadlines[a] - deadlines[b]) })
+				require.Equal(t, deadlines[earliest], h[0].deadline, "round %d", round)
 			}
 		}
 	}

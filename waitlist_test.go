@@ -176,7 +176,7 @@ func TestAcquire_PlainWaitersNeverMissAWakeup(t *testing.T) {
 	}
 }
 
-// Timed waiters share one deadline timer per semaphore (waitlist.go). Each waiter
+// Timed waiters share one deadline timer per semaphore (deadline.go). Each waiter
 // still times out at exactly its own deadline, whatever order the deadlines come in
 // and whoever else is granted or leaves in between.
 

@@ -37,7 +37,7 @@ func (d *diagnostics) joinedLocked(w *waiter) {
 	d.joined[w] = now
 	d.joinedPeak = max(d.joinedPeak, len(d.joined))
 	if ws := d.cfg.watch; ws != nil && !d.watch.armed {
-		d.armLocked(d.joined[d.sem.head] + ws.threshold - now)
+		d.armLocked(d.joined[d.sem.waiting.Front()] + ws.threshold - now)
 	}
 }
 
@@ -72,14 +72,15 @@ func (d *diagnostics) armLocked(after time.Duration) {
 func (d *diagnostics) check() {
 	s, ws := d.sem, d.cfg.watch
 	s.mu.Lock()
-	if s.head == nil {
+	head := s.waiting.Front()
+	if head == nil {
 		// A callback that started before leftLocked stopped its timer.
 		s.mu.Unlock()
 		return
 	}
 	d.watch.armed = false
 	now := time.Since(epoch)
-	waited := now - d.joined[s.head]
+	waited := now - d.joined[head]
 	next := ws.threshold - waited
 	dump := false
 	if waited >= ws.threshold {

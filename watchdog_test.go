@@ -69,7 +69,7 @@ func TestWatchdog_LogsTheDumpWhenTheHeadWaitsPastTheThreshold(t *testing.T) {
 		assert.Equal(t, "semaphore: head waiter stalled", r.Message)
 		assert.Equal(t, 5*time.Second, attr(r, "waited").Duration())
 		assert.Contains(t, attr(r, "diagnostics").String(),
-			`semaphore "db": head waiter wants 1 unit (waiting 5s), 0 available, 1 held by 1 holder for 5s (oldest: forgetful (watchdog_test.go:`)
+			`semaphore "db": head waiter wants 1 unit (waiting 5s), 0 available, 1 held by 1 holder for 5s (oldest: "forgetful" (watchdog_test.go:`)
 		assert.Equal(t, slog.KindGroup, attr(r, "semaphore").Kind(), "the semaphore logs as its LogValue group")
 		u.Release()
 		synctest.Wait()

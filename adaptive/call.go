@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/fairsem/semaphore"
+	"github.com/fairsem/semaphore/internal/shed"
 )
 
 // A Verdict is what a call says about the backend's load, given to Call.Done.
@@ -49,11 +50,11 @@ func (v Verdict) String() string {
 // called concurrently with each other.
 type Call struct {
 	l        *Limiter
-	start    time.Time // when it was granted
-	units    int64     // units it counts in flight (>= 1)
-	inFlight int64     // units in flight at its grant, its own included
-	gated    bool      // it holds units of the Limiter's gate (Acquire, Do; not Start)
-	ended    bool      // Done or Release was called
+	start    time.Time  // when it was granted
+	units    int64      // units it counts in flight (>= 1)
+	inFlight int64      // units in flight at its grant, its own included
+	level    shed.Level // its Priority, if it holds units of the Limiter's gate (Acquire, Do); shed.Levels if not (Start)
+	ended    bool       // Done or Release was called
 }
 
 // Done ends the call with the caller's verdict: its round trip (from grant to
@@ -75,7 +76,7 @@ func (c *Call) Done(v Verdict) {
 // What reaches the Limiter is Success, Dropped, Ignore, or TimedOut for a
 // call granted too late.
 func (c *Call) end(v Verdict, now time.Time) {
-	if v == TimedOut && now.Sub(c.start) >= time.Duration(c.l.typicalRTT.Load()) {
+	if v == TimedOut && now.Sub(c.start) >= c.l.door.RTT() {
 		v = Dropped
 	}
 	c.ended = true

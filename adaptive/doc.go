@@ -57,15 +57,56 @@
 // with the default algorithm, and from the algorithm's initial limit when one
 // is given.
 //
-// # Under overload
+// # Never served too late
 //
-// With FIFO waiting up to each caller's deadline, an overloaded limiter, like
-// any semaphore, fills its queue with callers that are granted too late to
-// finish in time; give the wait a budget shorter than the deadline (a context
-// for Acquire), or use WithStandingQueue, which fails them early instead, as
-// CoDel does, once the queue has stood for an interval. It changes what
-// Acquire promises (a caller may fail before its own deadline), so it is off
-// by default.
+// A caller that finds the limit reached is admitted to the semaphore's FIFO
+// wait list only if it can still be served in time, and waits no longer than
+// that: the deadline rule, on by default for every caller whose context has a
+// deadline (or that a door gave a wait budget, as httpsem's and grpcsem's
+// WithTimeout do). Its expected wait is the units that must come back before
+// it fits (the units waiting ahead of it, its own, those in flight past the
+// limit) at the rate the units in flight come back, the limit (or the units
+// in flight, if more) per usual round trip, which is the last window's mean.
+// A caller whose deadline cannot cover that wait plus the usual round trip is
+// refused at once; one admitted waits at most until its deadline less the
+// round trip; one granted too late (the round trip grew meanwhile) hands its
+// units on. A caller whose deadline cannot cover the round trip is refused
+// even when units are free. Each fails with an error whose outcome is
+// semaphore.Shed, matching semaphore.ErrShed (and so ErrQueueFull), and is
+// counted in Stats.Shed (ShedAtOnce for the refusals at once). Before the
+// first window closes the round trip is unknown: nobody is refused on the
+// expected wait, and a deadline bounds the wait whole, as the context does.
+//
+// A queue that stands is drained, as CoDel does in "Fail at Scale": once no
+// caller has found the queue empty for 100ms, a Default caller with a
+// deadline waits at most 5ms (WithStandingQueue sets both values and drains
+// for callers without a deadline too). Breakwater's drop at the budget is the
+// bound above; Meta's adaptive LIFO is not done, since the wait list stays
+// the core's FIFO one (see Priority for what replaces it).
+//
+// WithoutDeadlineShedding turns the rule off: callers wait FIFO as long as
+// their context allows and are granted however late, as a plain semaphore
+// does; the core semaphore itself keeps that contract.
+//
+// # Criticality
+//
+// A call carries a Priority in its context (ContextWithPriority; httpsem and
+// grpcsem take a function of the request): Critical, Default (the zero value)
+// or Sheddable. The levels share the one FIFO wait list; a level caps how long
+// its calls may expect to wait, and so whether they may join it. A Sheddable
+// call waits at most the standing-queue target (5ms), always; a Default call
+// at most twice that while Sheddable calls are being shed, and the target
+// while the queue stands; a Critical call as its deadline allows. So as the
+// load grows the queue's expected wait reaches the Sheddable cap first, and
+// refusing Sheddable calls holds it there; only when that is not enough does
+// it reach the Default cap; Critical calls find a queue of at most 10ms while
+// either level is shed. Admitted calls are granted in arrival order, whatever
+// their level: a level never jumps the queue, so no second wait list, grant
+// rule or cancel rule exists beside the semaphore's. WithFloor gives a level
+// a share of the limit within which its calls skip their cap, so it is never
+// starved outright. This is failsafe-go's PriorityLimiter idea (refuse
+// levels at a threshold that rises with the queue), decided from the
+// expected wait per call instead of from a periodic calibration.
 //
 // A Limiter starts no goroutine; a call granted at once allocates nothing.
 // Acquire returns a *Call that stays on the caller's stack (Acquire is

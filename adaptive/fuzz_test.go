@@ -12,14 +12,14 @@ import (
 	"github.com/fairsem/semaphore/adaptive"
 )
 
-// FuzzLimiterModel drives a Limiter, in a synctest bubble, with a sequence of
-// acquisitions of one or two units (which wait at most a millisecond), Done
-// with each verdict,
-// Release, and limits chosen by the sequence (every sampled call closes a
-// window, and the script answers it with the next limit), and requires after
-// each step what a sequential model predicts: which acquisitions are granted,
-// the calls in flight, the semaphore's capacity and free units, and every
-// counter of Stats.
+// FuzzLimiterModel drives a Limiter with the deadline rule off, in a synctest
+// bubble, with a sequence of acquisitions of one or two units (which wait at
+// most a millisecond), Done with each verdict, Release, and limits chosen by
+// the sequence (every sampled call closes a window, and the script answers it
+// with the next limit), and requires after each step what a sequential model
+// predicts: which acquisitions are granted, the calls in flight, the
+// semaphore's capacity and free units, and every counter of Stats. The rule is
+// FuzzDeadlineRuleModel's.
 func FuzzLimiterModel(f *testing.F) {
 	f.Add([]byte{0, 0, 0, 1, 3, 0, 2, 1, 4, 5, 0, 0, 0, 0, 6, 2})
 	f.Add([]byte{0, 9, 0, 0, 0, 0, 1, 0, 2, 0, 3, 1, 0, 0})
@@ -28,7 +28,7 @@ func FuzzLimiterModel(f *testing.F) {
 		synctest.Test(t, func(t *testing.T) {
 			alg := &script{limit: 2}
 			sem := semaphore.New(2)
-			l := adaptive.New(sem, alg, adaptive.WithWindow(1, 0, 0))
+			l := adaptive.New(sem, alg, adaptive.WithWindow(1, 0, 0), adaptive.WithoutDeadlineShedding())
 			type held struct {
 				c     *adaptive.Call
 				units int
@@ -59,6 +59,7 @@ func FuzzLimiterModel(f *testing.F) {
 						require.NoError(t, err, "step %d: %d in flight under limit %d", i, units(), limit)
 						calls = append(calls, held{c, n})
 						want.Acquired++
+						want.Levels[adaptive.Default].Acquired++
 					default:
 						require.ErrorIs(t, err, semaphore.ErrTimedOut, "step %d", i)
 					}
@@ -104,6 +105,8 @@ func FuzzLimiterModel(f *testing.F) {
 				}
 				got := l.Stats()
 				want.Limit, want.InFlight, want.LastChange = limit, units(), got.LastChange
+				want.Levels[adaptive.Default].InFlight = units()
+				want.Available = max(0, limit-units())
 				require.Equal(t, want, got, "step %d", i)
 				require.Equal(t, int64(limit), sem.Capacity())
 				require.Equal(t, int64(max(0, limit-units())), sem.Available())

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/fairsem/semaphore"
+	"github.com/fairsem/semaphore/internal/errs"
+	"github.com/fairsem/semaphore/internal/shed"
 )
 
 // A Resizer is anything whose limit can be set, and which a Limiter drives:
@@ -45,15 +47,19 @@ type Limiter struct {
 	est    Estimator            // alg, if it estimates the capacity; else nil
 	cfg    config
 
+	// door decides who waits at the gate, and for how long (the deadline
+	// rule, the drain, the levels); it keeps the units of the calls through
+	// the gate by level, and the usual round trip: the last window's mean,
+	// set under mu (see updateLocked), 0 before the first.
+	door shed.Door
+
 	// Atomic.
-	inFlight   atomic.Int64  // units granted and not ended
-	limit      atomic.Int64  // the limit last applied (>= 1)
-	estimate   atomic.Int64  // est's last estimate; 0 unknown; set under mu
-	acquired   atomic.Uint64 // calls granted (Acquire, Do, Start)
-	ignored    atomic.Uint64 // calls ended without a sample
-	waited     atomic.Int64  // calls that found the limit reached since the last window closed
-	lastEmpty  atomic.Int64  // standing queue: last time, in Unix ns, a caller found no waiter
-	typicalRTT atomic.Int64  // the last window's mean RTT in ns, 0 before; set under mu
+	inFlight atomic.Int64  // units granted and not ended (Start's included)
+	limit    atomic.Int64  // the limit last applied (>= 1)
+	estimate atomic.Int64  // est's last estimate; 0 unknown; set under mu
+	acquired atomic.Uint64 // calls granted (Acquire, Do, Start)
+	ignored  atomic.Uint64 // calls ended without a sample
+	waited   atomic.Int64  // calls that found the limit reached since the last window closed
 
 	mu sync.Mutex
 	// Guarded by mu. The limit is applied under mu, so that Resize calls
@@ -62,7 +68,6 @@ type Limiter struct {
 	win        window
 	succeeded  uint64
 	dropped    uint64
-	shed       uint64
 	windows    uint64
 	increases  uint64
 	decreases  uint64
@@ -70,7 +75,10 @@ type Limiter struct {
 }
 
 // An Estimator is an Algorithm that also estimates the backend's capacity, in
-// units; Capacity is one. A Limiter reports the estimate in Stats.
+// units; Capacity is one. A Limiter reports the estimate in Stats. An estimate
+// is bounded by the load seen: while the load puts fewer units in flight than
+// the backend could serve, it tells what the load used, not what the backend
+// could take.
 type Estimator interface {
 	Estimate() int // 0 while unknown
 }
@@ -110,7 +118,7 @@ func New(target Resizer, alg Algorithm, opts ...Option) *Limiter {
 	l := &Limiter{target: target, alg: alg, cfg: newConfig(opts, name)}
 	l.est, _ = alg.(Estimator)
 	l.limit.Store(clampLimit(alg.Limit()))
-	l.lastEmpty.Store(time.Now().UnixNano())
+	l.door.Init(l.cfg.shed)
 	if s, ok := target.(*semaphore.Semaphore); ok {
 		l.gate = s
 	} else {
@@ -126,24 +134,58 @@ func clampLimit(n int) int64 { return min(max(int64(n), 1), semaphore.MaxUnits) 
 // Acquire waits for one unit under the current limit, as AcquireN(ctx, 1).
 func (l *Limiter) Acquire(ctx context.Context) (c *Call, err error) {
 	c = new(Call) // stays on the caller's stack when Acquire is inlined and c does not escape
-	if err = l.acquire(ctx, c, 1); err != nil {
+	if err = l.acquire(ctx, c, 1, nil); err != nil {
 		c = nil
 	}
 	return c, err
 }
 
-// AcquireN waits for n units under the current limit, as the semaphore's
-// Acquire(ctx, n) does (FIFO), and returns the granted Call, which the caller
-// must end with Done or Release. The call counts n units in flight: the
-// algorithm works in units, so that a memory budget or a batch size adapts as
-// a count of calls does. It fails as the semaphore's Acquire does, with
-// errors that wrap the core's sentinels: the context's end (ErrTimedOut for a
-// deadline), ErrBroken, ErrTooLarge (n above the limit, which may shrink
-// below it: give the algorithm a MinLimit of at least the largest weight),
-// ErrQueueFull; with WithStandingQueue, also ErrShed. It panics if n < 1.
+// AcquireN takes n units under the current limit for a call of ctx's
+// Priority (PriorityFrom), and returns the granted Call, which the caller must
+// end with Done or Release. The call counts n units in flight: the algorithm
+// works in units, so that a memory budget or a batch size adapts as a count of
+// calls does.
+//
+// The units are granted at once when they are free and nobody waits. A caller
+// that finds the limit reached waits in the semaphore's FIFO wait list, if the
+// rule lets it (see the package documentation): its expected wait (the units
+// ahead of it and its own, at the rate the units in flight come back) plus
+// the usual round trip must fit before ctx's deadline, and its wait within
+// what its Priority allows; it waits at most that long, and a grant too late
+// to be served before the deadline is handed on. A caller whose deadline
+// cannot cover even the round trip is refused when the units are free too.
+//
+// It fails as the semaphore's Acquire does, with errors that wrap the core's
+// sentinels: the context's end (ErrTimedOut for a deadline), ErrBroken,
+// ErrTooLarge (n above the limit, which may shrink below it: give the
+// algorithm a MinLimit of at least the largest weight), ErrQueueFull; and,
+// refused by the rule, at once or once its wait reached what it allows, with
+// an error whose outcome is semaphore.Shed, matching semaphore.ErrShed (and so
+// ErrQueueFull). It panics if n < 1.
 func (l *Limiter) AcquireN(ctx context.Context, n int64) (c *Call, err error) {
 	c = new(Call) // as in Acquire
-	if err = l.acquire(ctx, c, n); err != nil {
+	if err = l.acquire(ctx, c, n, nil); err != nil {
+		c = nil
+	}
+	return c, err
+}
+
+// AcquireTimeout is AcquireN with the wait bounded by wait, apart from ctx's
+// deadline, which stays the caller's deadline for the rule: a caller that may
+// wait 20ms for a call due in 200ms says so here, where a context of 20ms
+// would tell the rule that the whole call must end within 20ms and be refused.
+// The rule reads the bound as a door's wait budget: a caller whose expected
+// wait exceeds it is refused at once (ErrShed), and a wait that reaches it
+// fails with an error matching ErrTimedOut. A wait <= 0 takes the units only
+// if they are free and nobody waits, and is refused otherwise. It fails as
+// AcquireN does otherwise, and panics if n < 1.
+func (l *Limiter) AcquireTimeout(ctx context.Context, n int64, wait time.Duration) (c *Call, err error) {
+	b := shed.BudgetOf(ctx)
+	if until := time.Now().Add(max(wait, 0)); b.WaitUntil.IsZero() || until.Before(b.WaitUntil) {
+		b.WaitUntil = until
+	}
+	c = new(Call)
+	if err = l.acquire(ctx, c, n, &b); err != nil {
 		c = nil
 	}
 	return c, err
@@ -164,7 +206,7 @@ func (l *Limiter) Start(units int64, waited time.Duration) *Call {
 		l.waited.Add(1)
 	}
 	c := new(Call)
-	l.begin(c, units, false)
+	l.begin(c, units, shed.Levels, time.Now())
 	return c
 }
 
@@ -183,7 +225,7 @@ func (l *Limiter) Do(ctx context.Context, fn func(context.Context) error) error 
 // without a sample and the panic goes on. DoN panics if n < 1.
 func (l *Limiter) DoN(ctx context.Context, n int64, fn func(context.Context) error) error {
 	var c Call
-	if err := l.acquire(ctx, &c, n); err != nil {
+	if err := l.acquire(ctx, &c, n, nil); err != nil {
 		return err
 	}
 	defer c.Release()
@@ -203,31 +245,38 @@ func (l *Limiter) Limit() int { return int(l.limit.Load()) }
 // InFlight returns how many units are granted and not ended.
 func (l *Limiter) InFlight() int { return int(l.inFlight.Load()) }
 
-func (l *Limiter) acquire(ctx context.Context, c *Call, n int64) error {
+// acquire takes n units for c within budget b, or ctx's (shed.BudgetOf) if b
+// is nil.
+func (l *Limiter) acquire(ctx context.Context, c *Call, n int64, b *shed.Budget) error {
 	if n < 1 {
 		panic("adaptive: Limiter.AcquireN(" + itoa(int(n)) + "): need n >= 1")
 	}
-	var err error
-	switch {
-	case l.cfg.standingTarget > 0:
-		err = l.acquireStanding(ctx, n)
-	case l.gate.TryAcquire(n):
-	default:
-		// The limit is reached (or others wait): the load wants more than it.
+	lv := shed.Level(PriorityFrom(ctx))
+	start, waited, err := l.door.Acquire(ctx, l.gate, n, lv, b, (*subject)(l))
+	if waited {
+		// The limit was reached (or others waited): the load wants more than
+		// it, whether the caller then waited or was refused.
 		l.waited.Add(1)
-		err = l.gate.Acquire(ctx, n)
 	}
 	if err != nil {
 		return err
 	}
-	l.begin(c, n, true)
+	l.begin(c, n, lv, start)
 	return nil
 }
 
-func (l *Limiter) begin(c *Call, n int64, gated bool) {
+// begin starts measuring c, granted n units at level lv at start; lv is
+// shed.Levels for a call admitted elsewhere (Start), which holds no units of
+// the gate.
+func (l *Limiter) begin(c *Call, n int64, lv shed.Level, start time.Time) {
 	l.acquired.Add(1)
-	*c = Call{l: l, start: time.Now(), units: n, inFlight: l.inFlight.Add(n), gated: gated}
+	*c = Call{l: l, start: start, units: n, inFlight: l.inFlight.Add(n), level: lv}
 }
+
+// subject names the Limiter in the errors of its door.
+type subject Limiter
+
+func (s *subject) Label() string { return errs.Label("adaptive limiter", s.cfg.name, (*Limiter)(s)) }
 
 // end ends c with verdict v (Success, Dropped, Ignore, or TimedOut for a call
 // granted too late, see Call.end): its sample goes into the window unless v is
@@ -254,7 +303,8 @@ func (l *Limiter) end(c *Call, v Verdict, now time.Time) {
 		}
 		l.mu.Unlock()
 	}
-	if c.gated {
+	if c.level < shed.Levels {
+		l.door.Ended(c.level, c.units)
 		l.gate.Release(c.units)
 	}
 }
@@ -264,7 +314,7 @@ func (l *Limiter) end(c *Call, v Verdict, now time.Time) {
 func (l *Limiter) updateLocked(s Sample) {
 	l.windows++
 	if s.RTT > 0 {
-		l.typicalRTT.Store(int64(s.RTT))
+		l.door.SetRTT(s.RTT)
 	}
 	old := l.limit.Load()
 	n := clampLimit(l.alg.Update(s))

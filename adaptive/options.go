@@ -3,6 +3,8 @@ package adaptive
 import (
 	"strconv"
 	"time"
+
+	"github.com/fairsem/semaphore/internal/shed"
 )
 
 // An Option configures a Limiter.
@@ -16,13 +18,11 @@ type config struct {
 	maxTime    time.Duration
 	classify   func(error) Verdict // Do's verdict
 	onChange   func(old, new int)  // nil: none
-
-	standingTarget   time.Duration // WithStandingQueue; 0 off
-	standingInterval time.Duration
+	shed       shed.Config         // the deadline rule, the drain and the floors
 }
 
 func newConfig(opts []Option, name string) config {
-	c := config{name: name, minSamples: 10, maxTime: 20 * time.Millisecond, classify: Classify}
+	c := config{name: name, minSamples: 10, maxTime: 20 * time.Millisecond, classify: Classify, shed: shed.DefaultConfig()}
 	for _, o := range opts {
 		o(&c)
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/fairsem/semaphore"
+	"github.com/fairsem/semaphore/internal/shed"
 )
 
 // Acquire admits a request for operation op with a base cost of one count and the
@@ -123,7 +124,7 @@ func (c *Controller) enter(ctx context.Context, p *Permit, kind waitKind, opts [
 			return nil
 		}
 		if c.evictionHelpsLocked(b, p.base, newcomer) {
-			c.evictLocked(c.inactive.Front().Value.(*Parked), EvictedForAdmission)
+			c.evictLocked(c.inactive.Front(), EvictedForAdmission)
 			continue
 		}
 		if c.group == nil || !c.group.evictBorrowersLocked(c, p.base, newcomer) {
@@ -142,6 +143,21 @@ func (c *Controller) enter(ctx context.Context, p *Permit, kind waitKind, opts [
 		c.unlock()
 		return err
 	}
+	queued := &waiter{p: p, kind: kind, memory: w.memory}
+	for _, o := range opts {
+		o(queued)
+	}
+	queued.budget = shed.BudgetOf(ctx)
+	if why := c.refuseLocked(queued); why != "" {
+		c.stats.Shed++
+		err := c.fail(semaphore.Shed, w.what(), "shed at once: "+why, semaphore.ErrShed)
+		if kind == admitting {
+			p.setPhaseLocked(Aborted)
+			c.forgetLocked(p)
+		}
+		c.unlock()
+		return err
+	}
 	c.stats.QueuedForAdmission++
 	switch c.admissionLocked(p.base, newcomer) {
 	case blockedByCount:
@@ -150,10 +166,6 @@ func (c *Controller) enter(ctx context.Context, p *Permit, kind waitKind, opts [
 		c.stats.QueuedBecauseMemory++
 	case blockedByCPU:
 		c.stats.QueuedBecauseCPU++
-	}
-	queued := &waiter{p: p, kind: kind, memory: w.memory}
-	for _, o := range opts {
-		o(queued)
 	}
 	c.enqueueLocked(ctx, queued)
 	c.unlock()
@@ -222,8 +234,8 @@ func (c *Controller) evictionHelpsLocked(b blocker, base Resources, seq uint64) 
 		return false
 	}
 	var parked Resources
-	for e := c.inactive.Front(); e != nil; e = e.Next() {
-		if p := e.Value.(*Parked).p; p.hasBase {
+	for pk := c.inactive.Front(); pk != nil; pk = pk.link.Next() {
+		if p := pk.p; p.hasBase {
 			parked = parked.Add(p.base)
 		}
 	}
@@ -242,7 +254,9 @@ func (c *Controller) evictionHelpsLocked(b blocker, base Resources, seq uint64) 
 // it is a readmitted permit that kept some, count again.
 func (c *Controller) admitLocked(p *Permit) {
 	c.avail = c.avail.Sub(p.base)
+	c.held = c.held.Add(p.base)
 	p.hasBase = true
+	p.admitted = time.Now()
 	p.setPhaseLocked(Active)
 	c.stats.Acquired++
 }
@@ -264,13 +278,16 @@ func (c *Controller) maybeAdmitLocked() {
 // reports whether it settled any waiter of the admission queue or granted memory.
 func (c *Controller) admitQueueLocked() (settled bool) {
 	for c.queue.Len() > 0 {
-		w := c.queue.Front().Value.(*waiter)
+		w := c.queue.Front()
 		b := c.admissionLocked(w.p.base, w.seq)
+		shedWhy := ""
+		if b == admissible {
+			shedWhy = c.shouldShedLocked(w)
+		}
 		switch {
-		case b == admissible && c.shouldShedLocked(w):
+		case b == admissible && shedWhy != "":
 			c.stats.Shed++
-			c.settleLocked(w, c.fail(semaphore.Shed, w.what(), fmt.Sprintf("%v at the head of the queue: %v of its %v left",
-				semaphore.ErrShed, time.Until(w.deadline).Round(time.Millisecond), w.deadline.Sub(w.arrived).Round(time.Millisecond)),
+			c.settleLocked(w, c.fail(semaphore.Shed, w.what(), semaphore.ErrShed.Error()+" at the head of the queue: "+shedWhy,
 				semaphore.ErrShed))
 			settled = true
 		case b == admissible:
@@ -278,7 +295,7 @@ func (c *Controller) admitQueueLocked() (settled bool) {
 			c.settleLocked(w, nil)
 			settled = true
 		case c.evictionHelpsLocked(b, w.p.base, w.seq):
-			c.evictLocked(c.inactive.Front().Value.(*Parked), EvictedForAdmission)
+			c.evictLocked(c.inactive.Front(), EvictedForAdmission)
 		case c.group != nil && c.group.evictBorrowersLocked(c, w.p.base, w.seq):
 			// Other members' parked borrowers were evicted: the head now borrows.
 		default:
@@ -288,12 +305,61 @@ func (c *Controller) admitQueueLocked() (settled bool) {
 	return c.grantMemoryLocked() || settled
 }
 
-func (c *Controller) shouldShedLocked(w *waiter) bool {
-	if c.shedFactor <= 0 || w.noShed || w.deadline.IsZero() {
-		return false
+// shouldShedLocked says why w, at the head and about to be admitted, is shed
+// instead, or "": by WithShedFactor, or by the deadline rule when too little
+// of its deadline is left for the usual round trip.
+func (c *Controller) shouldShedLocked(w *waiter) string {
+	if w.noShed {
+		return ""
+	}
+	// A deadline already passed is the caller's own: its wait ends timed out.
+	if dl := w.budget.Deadline; !c.noDeadlineShed && c.rtt > 0 && !dl.IsZero() {
+		if left := time.Until(dl); left > 0 && left < c.rtt {
+			return fmt.Sprintf("%v left before its deadline, less than the usual round trip %v",
+				left.Round(time.Microsecond), c.rtt.Round(time.Microsecond))
+		}
+	}
+	if c.shedFactor <= 0 || w.deadline.IsZero() {
+		return ""
 	}
 	budget := w.deadline.Sub(w.arrived)
 	// In floating point: converting a large factor's product back to a Duration
 	// would overflow.
-	return float64(time.Until(w.deadline)) <= c.shedFactor*float64(budget)
+	if left := time.Until(w.deadline); float64(left) <= c.shedFactor*float64(budget) {
+		return fmt.Sprintf("%v of its %v left", left.Round(time.Millisecond), budget.Round(time.Millisecond))
+	}
+	return ""
+}
+
+// refuseLocked applies the deadline rule (package semaphore/internal/shed,
+// shared by the module's doors) to w, which would have to queue: it returns
+// why w is refused at once, or "". The expected wait is counted in requests,
+// a lower bound when memory or the CPU holds the queue: one count each for
+// the requests queued ahead and w, less the counts free or held by parked
+// permits (which an eviction frees), at the limit's count per usual round
+// trip.
+func (c *Controller) refuseLocked(w *waiter) string {
+	if c.noDeadlineShed || w.noShed || !w.budget.Known() {
+		return ""
+	}
+	free := max(c.avail.Count, 0)
+	for pk := c.inactive.Front(); pk != nil; pk = pk.link.Next() {
+		if pk.p.hasBase {
+			free++
+		}
+	}
+	r := shed.Readings{Limit: c.limits.Count, Available: free, Ahead: int64(c.queue.Len()), RTT: c.rtt}
+	cfg := shed.DefaultConfig()
+	return cfg.Decide(time.Now(), shed.Default, w.p.base.Count, w.budget, r).Refuse
+}
+
+// observeRTTLocked folds one permit's holding time into c.rtt, a smoothed
+// mean with weight 1/8 for the newest.
+func (c *Controller) observeRTTLocked(d time.Duration) {
+	d = max(d, 1)
+	if c.rtt == 0 {
+		c.rtt = d
+		return
+	}
+	c.rtt = max(c.rtt+(d-c.rtt)/8, 1)
 }

@@ -53,7 +53,7 @@ func (g *Group) aheadLocked(c *Controller, seq uint64) bool {
 		if m == c || m.queue.Len() == 0 {
 			continue
 		}
-		w := m.queue.Front().Value.(*waiter)
+		w := m.queue.Front()
 		if g.claimsLocked(m, w) && g.beforeLocked(m, w.seq, c, seq) {
 			return true
 		}
@@ -132,8 +132,8 @@ func (g *Group) evictBorrowersLocked(c *Controller, base Resources, seq uint64) 
 		if m == c {
 			continue
 		}
-		for e := m.inactive.Front(); e != nil; e = e.Next() {
-			if pk := e.Value.(*Parked); pk.p.hasBase {
+		for pk := m.inactive.Front(); pk != nil; pk = pk.link.Next() {
+			if pk.p.hasBase {
 				cands = append(cands, pk)
 			}
 		}

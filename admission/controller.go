@@ -1,7 +1,6 @@
 package admission
 
 import (
-	"container/list"
 	"context"
 	"log/slog"
 	"math"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/fairsem/semaphore"
 	"github.com/fairsem/semaphore/internal/errs"
+	"github.com/fairsem/semaphore/internal/list"
 )
 
 // A Controller admits requests under several limits at once: a number of
@@ -34,18 +34,21 @@ type Controller struct {
 
 	// Guarded by mu.
 	lastDump       time.Time
-	limits         Resources // the configured limits
-	avail          Resources // limits minus everything permits hold; may be negative
-	cpuConcurrency int       // admission stops at this many counted CPU marks (>= 1)
-	maxQueue       int       // admission queue bound; <= 0 unbounded
-	serializeMult  float64   // serialize limit = serializeMult x limits.Memory; 0 off
-	killMult       float64   // kill limit = killMult x limits.Memory; 0 off
-	shedFactor     float64   // preemptive shedding; 0 off
+	limits         Resources     // the configured limits
+	avail          Resources     // limits minus everything permits hold; may be negative
+	held           Resources     // everything permits hold: their base resources and what they consumed; may exceed limits
+	cpuConcurrency int           // admission stops at this many counted CPU marks (>= 1)
+	maxQueue       int           // admission queue bound; <= 0 unbounded
+	serializeMult  float64       // serialize limit = serializeMult x limits.Memory; 0 off
+	killMult       float64       // kill limit = killMult x limits.Memory; 0 off
+	shedFactor     float64       // preemptive shedding; 0 off
+	noDeadlineShed bool          // WithoutDeadlineShedding
+	rtt            time.Duration // usual time a permit holds its count, from admission to Release or ReleaseBase, parked ones aside; 0 unknown
 
-	queue    *list.List // *waiter of kind admitting or readmitting, oldest first
-	memQueue *list.List // *waiter of kind requestingMemory, oldest first
-	inactive *list.List // *Parked, oldest first
-	blessed  *Permit    // the one permit that may grow past the serialize limit
+	queue    list.List[waiter] // of kind admitting or readmitting, oldest first
+	memQueue list.List[waiter] // of kind requestingMemory, oldest first
+	inactive list.List[Parked] // oldest first
+	blessed  *Permit           // the one permit that may grow past the serialize limit
 
 	permits  map[*Permit]struct{} // every permit not yet released (or aborted)
 	needCPU  int                  // active permits holding NeedCPU (see Permit.cpuShareLocked)
@@ -85,9 +88,6 @@ func New(limits Resources, opts ...Option) *Controller {
 		limits:         limits,
 		avail:          limits,
 		cpuConcurrency: 1,
-		queue:          list.New(),
-		memQueue:       list.New(),
-		inactive:       list.New(),
 		permits:        map[*Permit]struct{}{},
 	}
 	for _, o := range opts {
@@ -140,7 +140,7 @@ func (l *lock) unlock() {
 
 // brokenState is what Break leaves behind, shared by every call it fails.
 type brokenState struct {
-	why     string  // "broken" or "broken: " + the cause's text
+	why     string  // "broken" or "broken: " + the cause's text, quoted
 	matches []error // semaphore.ErrBroken and the cause
 }
 
@@ -210,17 +210,17 @@ func (c *Controller) breakLocked(err error) {
 	}
 	c.broken = &brokenState{why: semaphore.ErrBroken.Error(), matches: []error{semaphore.ErrBroken}}
 	if err != nil {
-		c.broken.why += ": " + err.Error()
+		c.broken.why += ": " + errs.Cause(err)
 		c.broken.matches = append(c.broken.matches, err)
 	}
-	for _, q := range []*list.List{c.queue, c.memQueue} {
+	for _, q := range []*list.List[waiter]{&c.queue, &c.memQueue} {
 		for q.Len() > 0 {
-			w := q.Front().Value.(*waiter)
+			w := q.Front()
 			c.settleLocked(w, c.errBrokenLocked(w))
 		}
 	}
 	for c.inactive.Len() > 0 {
-		c.evictLocked(c.inactive.Front().Value.(*Parked), EvictedOnBreak)
+		c.evictLocked(c.inactive.Front(), EvictedOnBreak)
 	}
 	c.checkDrainedLocked()
 	// In a group, a failed head may have held the pool against others, and the

@@ -61,7 +61,7 @@ func (c *Controller) dumpTextLocked(problem string, trigger *Permit, maxLines in
 	b.WriteString(", dumping permit diagnostics:\n")
 	if trigger != nil {
 		held := trigger.heldLocked()
-		fmt.Fprintf(&b, "Trigger permit: count=%d, memory=%s, op=%s, state=%s\n",
+		fmt.Fprintf(&b, "Trigger permit: count=%d, memory=%s, op=%q, state=%s\n",
 			held.Count, formatBytes(held.Memory), trigger.op, trigger.stateLocked())
 	}
 	if bn := c.bottlenecksLocked(); len(bn) > 0 {
@@ -98,7 +98,7 @@ func (c *Controller) dumpTextLocked(problem string, trigger *Permit, maxLines in
 			omitted.held = omitted.held.Add(g.held)
 			continue
 		}
-		fmt.Fprintf(&b, "%-8d%-8d%-8s%s/%s\n", g.permits, g.held.Count, formatBytes(g.held.Memory), g.op, g.state)
+		fmt.Fprintf(&b, "%-8d%-8d%-8s%q/%s\n", g.permits, g.held.Count, formatBytes(g.held.Memory), g.op, g.state)
 	}
 	if omitted.permits > 0 {
 		fmt.Fprintf(&b, "%-8d%-8d%-8s%s\n", omitted.permits, omitted.held.Count, formatBytes(omitted.held.Memory), "permits omitted for brevity")

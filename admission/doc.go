@@ -41,6 +41,25 @@
 // context ends leaves the queue at once, and the requests behind it are admitted if
 // they now fit.
 //
+// # Never served too late
+//
+// By default a request with a deadline (its context's, or one a door such as
+// httpsem.Admit or grpcsem's interceptors gave it, with its wait bound) that
+// would have to queue is refused at once with semaphore.ErrShed when its
+// expected wait plus the usual round trip does not fit before its deadline (or
+// its wait does not fit its wait bound), and a queued request that reaches the
+// head with less of its deadline left than the usual round trip is shed there.
+// The usual round trip is a smoothed mean of how long permits hold their count,
+// from admission to Release or ReleaseBase (parked and evicted permits aside);
+// the expected wait counts the requests queued ahead and this one, less the
+// counts free or held by parked permits, at the count limit per round trip: a
+// lower bound, since memory or the CPU may hold the queue longer, so a request
+// refused on it could not have been served in time by count alone. This is the
+// rule every door of the module shares (package adaptive describes it).
+// Before any permit was released, nothing is refused on it. Both count in
+// Stats.Shed. WithoutDeadlineShedding turns it off; NotShed exempts one
+// request.
+//
 // # Errors
 //
 // The meanings admission shares with the rest of the module are the core's
@@ -171,7 +190,9 @@
 // # Edge cases
 //
 //   - Preemptive shedding is checked at the moment a queued request would be
-//     admitted, and only for requests with a context deadline; NotShed exempts one.
+//     admitted, and only for requests with a context deadline; NotShed exempts
+//     one from it and from the deadline rule. A deadline that has already
+//     passed is the caller's own: the request times out rather than being shed.
 //   - Eviction releases a parked permit's base resources; memory it consumed stays
 //     accounted to it until returned or released.
 //   - Releasing a parked permit unregisters it and closes its value.

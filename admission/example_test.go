@@ -71,7 +71,7 @@ func ExampleController_Diagnostics() {
 	// Controller "reads" with 1/1 count and 512K/1024K memory resources, dumping permit diagnostics:
 	// Identified bottleneck(s): CPU, concurrency
 	// permits count   memory  op/state
-	// 1       1       512K    scan/active/need_cpu
+	// 1       1       512K    "scan"/active/need_cpu
 	// 1       1       512K    total
 }
 

@@ -462,7 +462,7 @@ func TestGroup_RemoveBreaksTheMemberAndKeepsWhatItHoldsUntilReleased(t *testing.
 		r, done := ready(bw)
 		require.True(t, done)
 		require.ErrorIs(t, r.err, semaphore.ErrBroken)
-		assert.Equal(t, `admission "b": admit "b2" (memory 10B): `+semaphore.ErrBroken.Error()+`: removed from its group`, r.err.Error())
+		assert.Equal(t, `admission "b": admit "b2" (memory 10B): `+semaphore.ErrBroken.Error()+`: "removed from its group"`, r.err.Error())
 		_, err := b.Acquire(t.Context(), "b3", 1)
 		require.ErrorIs(t, err, semaphore.ErrBroken)
 
@@ -502,10 +502,10 @@ func TestGroup_StatsAndDiagnosticsNameBorrowersAndTheBottleneckMember(t *testing
 
 		d := g.Diagnostics(0)
 		assert.Contains(t, d, `Group "tenants" with count 10 per member and 100M memory, shared pool 10M/20M lent`)
-		assert.Contains(t, d, "Bottleneck member: batch")
+		assert.Contains(t, d, `Bottleneck member: "batch"`)
 		lines := strings.Split(d, "\n")
 		require.Greater(t, len(lines), 4)
-		assert.True(t, strings.HasSuffix(lines[3], "batch"), "the largest borrower comes first: %q", lines[3])
+		assert.True(t, strings.HasSuffix(lines[3], `"batch"`), "the largest borrower comes first: %q", lines[3])
 		assert.Contains(t, d, `Controller "batch" with 1/10 count and 30M/20M memory resources (10M borrowed from group "tenants"'s pool)`)
 		assert.Contains(t, d, `Controller "web"`)
 

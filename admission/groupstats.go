@@ -4,7 +4,10 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
+
+	"github.com/fairsem/semaphore/internal/statsline"
 )
 
 // GroupStats is a snapshot of a group: its split, what its members borrow, and
@@ -26,6 +29,47 @@ type MemberStats struct {
 	Shares  int64 // 0 once removed
 	Removed bool  // removed, still holding memory
 	Stats         // Limits.Memory is its share; Borrowed what it holds from the pool
+}
+
+// String writes s as a line of the group's own fields followed by one line per
+// member, indented by two spaces, in Add order, for example
+//
+//	admission group "reads" count=100 memory=64M pool=16M borrowed=2M bottleneck="batch" members=2
+//	  admission "interactive" shares=3 removed=false count_limit=100 memory_limit=36M ...
+//	  admission "batch" shares=1 removed=false count_limit=100 memory_limit=12M ...
+//
+// count is each member's count limit and memory the whole budget (Total);
+// bottleneck is "none" while nothing is queued. Names are quoted.
+func (s GroupStats) String() string {
+	l := statsline.New("admission group", s.Name)
+	l.Int("count", s.Total.Count)
+	l.Word("memory", formatBytes(s.Total.Memory))
+	l.Word("pool", formatBytes(s.Pool))
+	l.Word("borrowed", formatBytes(s.Borrowed))
+	if s.Bottleneck == "" {
+		l.Word("bottleneck", "none")
+	} else {
+		l.Quote("bottleneck", s.Bottleneck)
+	}
+	l.Int("members", int64(len(s.Members)))
+	var b strings.Builder
+	b.WriteString(l.String())
+	for _, m := range s.Members {
+		b.WriteString("\n  " + m.String())
+	}
+	return b.String()
+}
+
+// String writes m on one line: the member's Stats with its shares and whether
+// it was removed after its name, for example
+//
+//	admission "batch" shares=1 removed=false count_limit=100 memory_limit=12M ...
+func (m MemberStats) String() string {
+	l := statsline.New("admission", m.Name)
+	l.Int("shares", m.Shares)
+	l.Bool("removed", m.Removed)
+	m.writeFields(l)
+	return l.String()
 }
 
 // Stats returns a snapshot of the group and of every member, taken in one hold of
@@ -74,13 +118,13 @@ func (g *Group) Diagnostics(maxLines int) string {
 	fmt.Fprintf(&b, "Group %q with count %d per member and %s memory, shared pool %s/%s lent\n",
 		g.name, g.total.Count, formatBytes(g.total.Memory), formatBytes(g.lentLocked()), formatBytes(g.pool))
 	if m := g.bottleneckLocked(); m != nil {
-		fmt.Fprintf(&b, "Bottleneck member: %s\n", m.name)
+		fmt.Fprintf(&b, "Bottleneck member: %q\n", m.name)
 	}
 	members := slices.Clone(g.members)
 	slices.SortStableFunc(members, func(x, y *Controller) int { return cmp.Compare(y.borrowedLocked(), x.borrowedLocked()) })
 	fmt.Fprintf(&b, "%-8s%-8s%-8s%-10s%-8s%-20s%s\n", "shares", "share", "used", "borrowed", "queued", "bottleneck(s)", "member")
 	for _, m := range members {
-		name := m.name
+		name := strconv.Quote(m.name)
 		if m.removed {
 			name += " (removed)"
 		}

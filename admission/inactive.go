@@ -1,10 +1,11 @@
 package admission
 
 import (
-	"container/list"
 	"fmt"
 	"io"
 	"time"
+
+	"github.com/fairsem/semaphore/internal/list"
 )
 
 // EvictReason says why a parked permit was evicted.
@@ -48,7 +49,8 @@ type Parked struct {
 
 	// Guarded by the controller's lock.
 
-	elem    *list.Element // position in the inactive list while parked
+	link    list.Link[Parked] // its place in the inactive list while parked
+	listed  bool              // in the inactive list
 	ttl     *time.Timer
 	evicted bool
 	done    bool // resumed, evicted or released: Resume has nothing to give
@@ -112,7 +114,8 @@ func (c *Controller) Park(p *Permit, value io.Closer, opts ...ParkOption) (*Park
 	}
 	p.setPhaseLocked(Inactive) // its CPU marks stop counting
 	p.parked = pk
-	pk.elem = c.inactive.PushBack(pk)
+	c.inactive.PushBack(&pk.link, pk)
+	pk.listed = true
 	if g := c.group; g != nil {
 		g.seq++
 		pk.seq = g.seq
@@ -157,9 +160,9 @@ func (pk *Parked) Evicted() bool {
 
 // unparkLocked removes pk from the inactive list.
 func (c *Controller) unparkLocked(pk *Parked) {
-	if pk.elem != nil {
-		c.inactive.Remove(pk.elem)
-		pk.elem = nil
+	if pk.listed {
+		c.inactive.Remove(&pk.link)
+		pk.listed = false
 	}
 	if pk.ttl != nil {
 		pk.ttl.Stop()
@@ -215,7 +218,7 @@ func (c *Controller) EvictOne() bool {
 	if c.inactive.Len() == 0 {
 		return false
 	}
-	c.evictLocked(c.inactive.Front().Value.(*Parked), EvictedExplicitly)
+	c.evictLocked(c.inactive.Front(), EvictedExplicitly)
 	c.maybeAdmitLocked()
 	return true
 }
@@ -227,13 +230,13 @@ func (c *Controller) EvictWhere(match func(op string) bool) int {
 	c.lock()
 	defer c.unlock()
 	n := 0
-	for e := c.inactive.Front(); e != nil; {
-		next := e.Next()
-		if pk := e.Value.(*Parked); match(pk.p.op) {
+	for pk := c.inactive.Front(); pk != nil; {
+		next := pk.link.Next()
+		if match(pk.p.op) {
 			c.evictLocked(pk, EvictedExplicitly)
 			n++
 		}
-		e = next
+		pk = next
 	}
 	c.maybeAdmitLocked()
 	return n

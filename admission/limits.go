@@ -2,8 +2,10 @@ package admission
 
 import "math"
 
-// usedLocked is what permits hold now.
-func (c *Controller) usedLocked() Resources { return c.limits.Sub(c.avail) }
+// usedLocked is what permits hold now, as counted where they take and give
+// back, never the limits less the availability: the two differ while a
+// decision tries what evictions would free (evictBorrowersLocked).
+func (c *Controller) usedLocked() Resources { return c.held }
 
 // limitOf returns mult x the memory limit, and whether that limit is on. In a
 // group the memory limit counts what the controller may borrow: its share plus

@@ -60,6 +60,7 @@ func (p *Permit) killCheckLocked(verb string, memory int64) error {
 
 func (p *Permit) takeLocked(r Resources) {
 	p.c.avail = p.c.avail.Sub(r)
+	p.c.held = p.c.held.Add(r)
 	p.consumed = p.consumed.Add(r)
 }
 
@@ -89,6 +90,7 @@ func (p *Permit) Return(r Resources) {
 
 func (p *Permit) returnLocked(r Resources) {
 	p.c.avail = p.c.avail.Add(r)
+	p.c.held = p.c.held.Sub(r)
 	p.consumed = p.consumed.Sub(r)
 }
 
@@ -163,7 +165,7 @@ func (c *Controller) grantMemoryLocked() (granted bool) {
 		c.blessed = nil // below the limit no permit is blessed
 	}
 	for c.memQueue.Len() > 0 {
-		w := c.memQueue.Front().Value.(*waiter)
+		w := c.memQueue.Front()
 		if err := w.p.killCheckLocked("request memory", w.memory); err != nil {
 			c.settleLocked(w, err)
 			continue
@@ -181,11 +183,11 @@ func (c *Controller) grantMemoryLocked() (granted bool) {
 // failMemoryWaitsLocked fails every memory request p has waiting, with err built
 // for each.
 func (c *Controller) failMemoryWaitsLocked(p *Permit, reason func(*waiter) error) {
-	for e := c.memQueue.Front(); e != nil && p.memWaits > 0; {
-		next := e.Next()
-		if w := e.Value.(*waiter); w.p == p {
+	for w := c.memQueue.Front(); w != nil && p.memWaits > 0; {
+		next := w.link.Next()
+		if w.p == p {
 			c.settleLocked(w, reason(w))
 		}
-		e = next
+		w = next
 	}
 }

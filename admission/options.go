@@ -75,6 +75,13 @@ func WithShedFactor(f float64) Option {
 	return controllerOption(func(c *Controller) { c.shedFactor = f })
 }
 
+// WithoutDeadlineShedding turns the deadline rule off (see the package
+// documentation): a request that must queue waits as long as its context
+// allows, and is admitted however little of its deadline is left.
+func WithoutDeadlineShedding() Option {
+	return controllerOption(func(c *Controller) { c.noDeadlineShed = true })
+}
+
 // WithLogger sends automatic diagnostics dumps (on a timed-out waiter, a full queue,
 // and the kill limit) to logger at Warn level. Without it no dumps are logged.
 func WithLogger(logger *slog.Logger) Option {
@@ -90,5 +97,6 @@ func WithDumpInterval(d time.Duration) Option {
 // A PermitOption configures one Acquire or Readmit.
 type PermitOption func(*waiter)
 
-// NotShed exempts the request from preemptive shedding.
+// NotShed exempts the request from preemptive shedding and from the deadline
+// rule.
 func NotShed() PermitOption { return func(w *waiter) { w.noShed = true } }

@@ -1,5 +1,7 @@
 package admission
 
+import "time"
+
 // State is where a permit is in its life.
 type State uint8
 
@@ -74,6 +76,7 @@ type Permit struct {
 	parked   *Parked   // while Inactive
 	wait     *waiter   // its admission or readmission wait, while queued
 	memWaits int       // its RequestMemory waits in c.memQueue; > 0 iff WaitingForMemory
+	admitted time.Time // when it last took its base (see Controller.rtt)
 }
 
 // setPhaseLocked moves p to state s, keeping the controller's CPU counts in step:
@@ -127,14 +130,25 @@ func (p *Permit) ReleaseBase() {
 	c := p.c
 	c.lock()
 	defer c.unlock()
+	p.observeLocked()
 	p.releaseBaseLocked()
 	c.maybeAdmitLocked()
+}
+
+// observeLocked tells the controller how long p held its base, when it gives
+// it back from active work (not parked, nor evicted): the usual round trip
+// the deadline rule reads.
+func (p *Permit) observeLocked() {
+	if p.hasBase && p.parked == nil && p.phase != Evicted {
+		p.c.observeRTTLocked(time.Since(p.admitted))
+	}
 }
 
 func (p *Permit) releaseBaseLocked() {
 	if p.hasBase {
 		p.hasBase = false
 		p.c.avail = p.c.avail.Add(p.base)
+		p.c.held = p.c.held.Sub(p.base)
 	}
 }
 
@@ -170,6 +184,7 @@ func (p *Permit) releaseLocked() bool {
 	if c.blessed == p {
 		c.blessed = nil
 	}
+	p.observeLocked()
 	p.setPhaseLocked(Released) // drops its CPU marks from the counts
 	p.needCPU, p.await = 0, 0
 	p.releaseBaseLocked()

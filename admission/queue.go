@@ -1,13 +1,14 @@
 package admission
 
 import (
-	"container/list"
 	"context"
 	"fmt"
 	"time"
 
 	"github.com/fairsem/semaphore"
 	"github.com/fairsem/semaphore/internal/errs"
+	"github.com/fairsem/semaphore/internal/list"
+	"github.com/fairsem/semaphore/internal/shed"
 )
 
 // waitKind is what a queued request waits for. Each kind has one name (for
@@ -22,18 +23,21 @@ const (
 )
 
 // waiter is a request in the admission queue or the memory queue. Its fields are
-// set before it is queued (under mu) and fixed from then on, except elem.
+// set before it is queued (under mu) and fixed from then on, except link and
+// queued.
 type waiter struct {
 	p        *Permit
 	kind     waitKind
 	memory   int64 // what it asks for: the base memory, or RequestMemory's n
 	noShed   bool
 	arrived  time.Time
-	deadline time.Time     // zero without one
-	done     chan error    // the outcome, sent once by the settler: nil when granted
-	elem     *list.Element // position while queued; nil once settled (guarded by mu)
-	ahead    int           // queue length when it joined
-	seq      uint64        // arrival order in its group (0 outside a group)
+	deadline time.Time         // its context's deadline; zero without one
+	budget   shed.Budget       // the deadline rule's view: the caller's deadline and a door's wait bound
+	done     chan error        // the outcome, sent once by the settler: nil when granted
+	link     list.Link[waiter] // its place in its queue while queued (guarded by mu)
+	queued   bool              // in its queue; false once settled (guarded by mu)
+	ahead    int               // queue length when it joined
+	seq      uint64            // arrival order in its group (0 outside a group)
 }
 
 // name is the operation the waiter stands for, as messages name it.
@@ -50,11 +54,11 @@ func (w *waiter) name() string {
 // what describes the waiter's request for messages.
 func (w *waiter) what() string { return what(w.name(), w.p, w.memory) }
 
-func (c *Controller) queueOf(w *waiter) *list.List {
+func (c *Controller) queueOf(w *waiter) *list.List[waiter] {
 	if w.kind == requestingMemory {
-		return c.memQueue
+		return &c.memQueue
 	}
-	return c.queue
+	return &c.queue
 }
 
 // undoLocked puts w's permit back where it was before the wait, after the wait
@@ -99,7 +103,8 @@ func (c *Controller) enqueueLocked(ctx context.Context, w *waiter) {
 		g.seq++
 		w.seq = g.seq
 	}
-	w.elem = q.PushBack(w)
+	q.PushBack(&w.link, w)
+	w.queued = true
 	if w.kind == requestingMemory {
 		w.p.memWaits++
 		w.p.setPhaseLocked(WaitingForMemory)
@@ -113,8 +118,8 @@ func (c *Controller) enqueueLocked(ctx context.Context, w *waiter) {
 // (the granter has already given the permit what it asked for), else the error, in
 // which case the wait is undone.
 func (c *Controller) settleLocked(w *waiter, err error) {
-	c.queueOf(w).Remove(w.elem)
-	w.elem = nil
+	c.queueOf(w).Remove(&w.link)
+	w.queued = false
 	p := w.p
 	if w.kind == requestingMemory {
 		p.memWaits--
@@ -151,7 +156,7 @@ func (c *Controller) wait(ctx context.Context, w *waiter) error {
 		c.lock()
 	case <-ctx.Done():
 		c.lock()
-		if w.elem != nil {
+		if w.queued {
 			// Still queued: leave, and let in whoever that lets in.
 			err := c.contextErrLocked(ctx, w)
 			c.settleLocked(w, err)

@@ -1,5 +1,7 @@
 package admission
 
+import "github.com/fairsem/semaphore/internal/statsline"
+
 // Stats is a snapshot of a controller's state and counters. The counters mirror
 // the reader concurrency semaphore's and only grow; the gauges describe this
 // moment.
@@ -58,4 +60,48 @@ func (c *Controller) statsLocked() Stats {
 	st.NeedCPUPermits = c.needCPU
 	st.AwaitingPermits = c.awaiting
 	return st
+}
+
+// String writes s on one line, each field under the name the metrics and
+// Diagnostics give it, memory as Resources.String writes it, for example
+//
+//	admission "reads" count_limit=10 memory_limit=64M count_held=3 memory_held=6060K borrowed=0B broken=false acquired=120 acquired_immediately=97 queued_for_admission=23 queued_for_memory=0 queued_because_count=20 queued_because_memory=3 queued_because_cpu=0 rejected=0 shed=2 timed_out=1 cancelled=0 killed=0 permit_evictions=0 time_evictions=0 total_permits=121 waiters=2 memory_waiters=0 inactive=0 current_permits=5 need_cpu_permits=3 awaiting_permits=0
+//
+// The name is quoted; an unnamed controller's line begins "unnamed admission".
+func (s Stats) String() string {
+	l := statsline.New("admission", s.Name)
+	s.writeFields(l)
+	return l.String()
+}
+
+// writeFields adds s's fields but Name to l, one call per field in the order
+// they are declared.
+func (s Stats) writeFields(l *statsline.Line) {
+	l.Int("count_limit", s.Limits.Count)
+	l.Word("memory_limit", formatBytes(s.Limits.Memory))
+	l.Int("count_held", s.Held.Count)
+	l.Word("memory_held", formatBytes(s.Held.Memory))
+	l.Word("borrowed", formatBytes(s.Borrowed))
+	l.Bool("broken", s.Broken)
+	l.Uint("acquired", s.Acquired)
+	l.Uint("acquired_immediately", s.AcquiredImmediately)
+	l.Uint("queued_for_admission", s.QueuedForAdmission)
+	l.Uint("queued_for_memory", s.QueuedForMemory)
+	l.Uint("queued_because_count", s.QueuedBecauseCount)
+	l.Uint("queued_because_memory", s.QueuedBecauseMemory)
+	l.Uint("queued_because_cpu", s.QueuedBecauseCPU)
+	l.Uint("rejected", s.Rejected)
+	l.Uint("shed", s.Shed)
+	l.Uint("timed_out", s.TimedOut)
+	l.Uint("cancelled", s.Cancelled)
+	l.Uint("killed", s.Killed)
+	l.Uint("permit_evictions", s.PermitEvictions)
+	l.Uint("time_evictions", s.TimeEvictions)
+	l.Uint("total_permits", s.TotalPermits)
+	l.Int("waiters", int64(s.Waiters))
+	l.Int("memory_waiters", int64(s.MemoryWaiters))
+	l.Int("inactive", int64(s.Inactive))
+	l.Int("current_permits", int64(s.CurrentPermits))
+	l.Int("need_cpu_permits", int64(s.NeedCPUPermits))
+	l.Int("awaiting_permits", int64(s.AwaitingPermits))
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/fairsem/semaphore"
 	"github.com/fairsem/semaphore/internal/errs"
+	"github.com/fairsem/semaphore/internal/statsline"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -22,9 +23,9 @@ func (s *Semaphore) Resize(ctx context.Context, c int64) error {
 	if err := s.errIfClosed(opCall(op)); err != nil {
 		return err
 	}
-	cctx, stop := s.callContext(ctx)
+	cctx, stop := s.sess.callContext(ctx)
 	defer stop()
-	if _, err := s.cli.Put(cctx, s.capKey, formatUnits(c)); err != nil {
+	if _, err := s.sess.cli.Put(cctx, s.capKey, formatUnits(c)); err != nil {
 		return s.failed(opCall(op), err)
 	}
 	return nil
@@ -43,9 +44,9 @@ func (s *Semaphore) Break(ctx context.Context, err error) error {
 	if cerr := s.errIfClosed(opCall("break")); cerr != nil {
 		return cerr
 	}
-	cctx, stop := s.callContext(ctx)
+	cctx, stop := s.sess.callContext(ctx)
 	defer stop()
-	if _, perr := s.cli.Put(cctx, s.brokenKey, err.Error()); perr != nil {
+	if _, perr := s.sess.cli.Put(cctx, s.brokenKey, err.Error()); perr != nil {
 		return s.failed(opCall("break"), perr)
 	}
 	return nil
@@ -57,9 +58,9 @@ func (s *Semaphore) Repair(ctx context.Context) error {
 	if err := s.errIfClosed(opCall("repair")); err != nil {
 		return err
 	}
-	cctx, stop := s.callContext(ctx)
+	cctx, stop := s.sess.callContext(ctx)
 	defer stop()
-	if _, err := s.cli.Delete(cctx, s.brokenKey); err != nil {
+	if _, err := s.sess.cli.Delete(cctx, s.brokenKey); err != nil {
 		return s.failed(opCall("repair"), err)
 	}
 	return nil
@@ -78,7 +79,7 @@ func (s *Semaphore) Drain(ctx context.Context) error {
 	if err := s.errIfClosed(opCall("drain")); err != nil {
 		return err
 	}
-	cctx, stop := s.callContext(ctx)
+	cctx, stop := s.sess.callContext(ctx)
 	defer stop()
 	if err := s.catchUp(cctx); err != nil {
 		if ctx.Err() != nil {
@@ -88,7 +89,7 @@ func (s *Semaphore) Drain(ctx context.Context) error {
 	}
 	for {
 		s.mu.Lock()
-		held, ch, closed := s.q.held(), s.q.advanced, s.closed
+		held, ch, closed := s.q.held(), s.q.advanced, s.sess.closed.Load()
 		s.mu.Unlock()
 		switch {
 		case closed:
@@ -123,6 +124,7 @@ func (s *Semaphore) drainError(ctx context.Context, start time.Time) error {
 
 // Stats is a snapshot of a semaphore, from one handle's view at one revision.
 type Stats struct {
+	Name     string   // the semaphore's name, as Name
 	Revision int64    // the etcd revision the snapshot describes
 	Capacity int64    // the capacity (0 if never set)
 	Held     int64    // units held by Holders; more than Capacity after a shrink
@@ -131,6 +133,27 @@ type Stats struct {
 	Holders  []Entry  // granted keys, oldest first
 	Waiters  []Entry  // waiting keys, in queue order
 	Reports  []Report // each block-mode handle's callers as last reported, in lease order
+}
+
+// String writes s on one line, its entries counted, for example
+//
+//	etcdsem "jobs" revision=1042 capacity=10 held=3 broken=false holders=2 waiters=1 reports=0
+//
+// with reason after broken=true when it is broken. semctl status lists the
+// entries; %#v prints them whole. Names and the reason are quoted.
+func (s Stats) String() string {
+	l := statsline.New("etcdsem", s.Name)
+	l.Int("revision", s.Revision)
+	l.Int("capacity", s.Capacity)
+	l.Int("held", s.Held)
+	l.Bool("broken", s.Broken)
+	if s.Broken {
+		l.Quote("reason", s.Reason)
+	}
+	l.Int("holders", int64(len(s.Holders)))
+	l.Int("waiters", int64(len(s.Waiters)))
+	l.Int("reports", int64(len(s.Reports)))
+	return l.String()
 }
 
 // An Entry is one acquire in Stats.
@@ -154,7 +177,7 @@ func (s *Semaphore) Stats(ctx context.Context) (Stats, error) {
 	if err := s.errIfClosed(opCall("stats")); err != nil {
 		return Stats{}, err
 	}
-	cctx, stop := s.callContext(ctx)
+	cctx, stop := s.sess.callContext(ctx)
 	defer stop()
 	reports, rev, err := s.readReports(cctx)
 	if err == nil {
@@ -165,7 +188,7 @@ func (s *Semaphore) Stats(ctx context.Context) (Stats, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := Stats{Revision: s.q.rev, Capacity: s.q.capacity, Broken: s.q.broken, Reason: s.q.reason, Reports: reports}
+	st := Stats{Name: s.name, Revision: s.q.rev, Capacity: s.q.capacity, Broken: s.q.broken, Reason: s.q.reason, Reports: reports}
 	now := time.Now()
 	for _, k := range s.q.keys {
 		e := Entry{Key: k.key, Units: k.n, Token: k.createRev, Lease: k.lease, Client: k.client}

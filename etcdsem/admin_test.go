@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/fairsem/semaphore"
+	"github.com/fairsem/semaphore/internal/statsline/statslinetest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -48,7 +51,7 @@ func TestBreak_FailsEveryWaiterAcrossClientsAndRepairRestores(t *testing.T) {
 	log.add(u)
 	require.NoError(t, u.Release(ctx))
 	assert.Panics(t, func() { _ = a.Break(ctx, nil) })
-	checkHistory(t, a.cli, name, log)
+	checkHistory(t, a.sess.cli, name, log)
 }
 
 // Break then Drain is the shutdown: Drain returns once every holder of every
@@ -89,7 +92,7 @@ func TestDrain_AfterBreakReturnsWhenEveryHolderHasReleased(t *testing.T) {
 	require.NoError(t, <-drained)
 	require.NoError(t, op.Close())
 	assert.ErrorIs(t, op.Drain(ctx), ErrClosed)
-	checkHistory(t, a.cli, name, log)
+	checkHistory(t, a.sess.cli, name, log)
 }
 
 func TestResize_GrowGrantsWaitersShrinkKeepsHoldersAndFailsTooLarge(t *testing.T) {
@@ -144,7 +147,7 @@ func TestResize_GrowGrantsWaitersShrinkKeepsHoldersAndFailsTooLarge(t *testing.T
 	us := <-small
 	log.add(us)
 	require.NoError(t, us.Release(ctx))
-	checkHistory(t, a.cli, name, log)
+	checkHistory(t, a.sess.cli, name, log)
 }
 
 func TestUnits_ReturnLowersTheWeightAndLetsWaitersIn(t *testing.T) {
@@ -172,7 +175,7 @@ func TestUnits_ReturnLowersTheWeightAndLetsWaitersIn(t *testing.T) {
 	require.NoError(t, h.Return(ctx, 1))
 	assert.Zero(t, h.Count(), "returning all is Release")
 	require.NoError(t, u.Release(ctx))
-	checkHistory(t, a.cli, name, log)
+	checkHistory(t, a.sess.cli, name, log)
 }
 
 // A handle started after a shrink learns from the history that a key above the
@@ -203,5 +206,40 @@ func TestNew_ReplaysHistoryToTellHoldersKeptByAShrink(t *testing.T) {
 	assert.True(t, ok)
 	log.add(u)
 	require.NoError(t, u.Release(ctx))
-	checkHistory(t, a.cli, name, log)
+	checkHistory(t, a.sess.cli, name, log)
+}
+
+// Stats print with %v as one line that counts the entries, with the reason of
+// a Break quoted.
+func TestStats_PrintAsOneLine(t *testing.T) {
+	ep := sharedEndpoint(t)
+	name := testName(t)
+	a := newSem(t, newClient(t, ep), name, WithCapacity(3))
+	b := newSem(t, newClient(t, ep), name)
+	ctx := testCtx(t, 30*time.Second)
+	h, err := a.Acquire(ctx, 2)
+	require.NoError(t, err)
+	waited := make(chan error, 1)
+	go func() {
+		_, err := b.Acquire(ctx, 2)
+		waited <- err
+	}()
+	waitWaiters(t, a, 1)
+	st, err := a.Stats(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, fmt.Sprintf("etcdsem %q revision=%d capacity=3 held=2 broken=false holders=1 waiters=1 reports=0", name, st.Revision), fmt.Sprint(st))
+	require.NoError(t, a.Break(ctx, errors.New("down\n<b>for</b> \"maintenance\"")))
+	assert.ErrorIs(t, <-waited, semaphore.ErrBroken)
+	require.NoError(t, h.Release(ctx))
+	st, err = a.Stats(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, fmt.Sprintf(`etcdsem %q revision=%d capacity=3 held=0 broken=true reason="down\n<b>for</b> \"maintenance\"" holders=0 waiters=0 reports=0`, name, st.Revision), st.String())
+}
+
+func TestStats_StringNamesEveryField(t *testing.T) {
+	st := Stats{Name: "n", Revision: 1, Capacity: 1, Held: 1, Broken: true, Reason: "r", Holders: make([]Entry, 1), Waiters: make([]Entry, 1), Reports: make([]Report, 1)}
+	statslinetest.EveryField(t, st, st.String(), nil)
+	assert.Equal(t, `etcdsem "n" revision=1 capacity=1 held=1 broken=true reason="r" holders=1 waiters=1 reports=1`, st.String())
+	st = Stats{Name: strings.Repeat("x", 5000) + "\n"}
+	assert.Equal(t, "etcdsem "+strconv.Quote(st.Name)+" revision=0 capacity=0 held=0 broken=false holders=0 waiters=0 reports=0", st.String())
 }

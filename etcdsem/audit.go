@@ -31,9 +31,7 @@ func Audit(ctx context.Context, cli *clientv3.Client, name string) (AuditReport,
 		return rep, err
 	}
 	last := head.Header.Revision
-	s := &Semaphore{name: name, keyLayout: keys, mine: map[string]*request{}}
-	s.q.init(s)
-	s.closed = true // no background deletions: this handle only replays
+	s := replayHandle(name) // decides nothing for anyone: it only replays
 	check := func(rev int64) {
 		s.q.settle(rev)
 		rep.Revisions++
@@ -124,4 +122,12 @@ func replay(ctx context.Context, cli *clientv3.Client, k keyLayout, from, to int
 			}
 		}
 	}
+}
+
+// replayHandle returns a handle that only replays history, for Audit and
+// tests: its session is closed, so nothing it decides reaches etcd.
+func replayHandle(name string) *handle {
+	sess := &session{onLost: func(*lease) {}}
+	sess.closed.Store(true)
+	return newHandle(sess, name, "")
 }

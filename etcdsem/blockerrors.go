@@ -27,7 +27,7 @@ func (c blockCall) call() call {
 	return acquireCall(c.n)
 }
 
-// A waitEnd is why the pool ended a caller's wait.
+// A waitEnd is why the pool ended its callers' waits.
 type waitEnd struct {
 	broken   bool   // the semaphore was broken, for reason
 	reason   string // why it was broken
@@ -37,22 +37,36 @@ type waitEnd struct {
 	cause    error // otherwise: a block was lost (ErrLost) or the handle closed (ErrClosed)
 }
 
-func (p *blockPool) errClosed(c blockCall) error { return p.s.closedError(c.call()) }
+// Error makes a waitEnd the cause the pool breaks an epoch's core with, which
+// each of the core's waiters then fails with (see errWaited).
+func (e *waitEnd) Error() string {
+	switch {
+	case e.broken:
+		return "broken: " + e.reason
+	case e.shrunk:
+		return "capacity shrunk to " + strconv.FormatInt(e.capacity, 10)
+	case e.refused != nil:
+		return e.refused.Error()
+	}
+	return e.cause.Error()
+}
+
+func (p *blockPool) errClosed(c blockCall) error { return p.h.closedError(c.call()) }
 
 func (p *blockPool) errWait(ctx context.Context, c blockCall, start time.Time) error {
-	return p.s.waitError(ctx, c.call(), start)
+	return p.h.waitError(ctx, c.call(), start)
 }
 
 func (p *blockPool) errRPC(ctx context.Context, c blockCall, start time.Time, err error) error {
-	return p.s.rpcError(ctx, c.call(), start, err)
+	return p.h.rpcError(ctx, c.call(), start, err)
 }
 
 func (p *blockPool) errBroken(c blockCall, reason string) error {
-	return p.s.brokenError(c.call(), reason)
+	return p.h.brokenError(c.call(), reason)
 }
 
 func (p *blockPool) errTooLarge(c blockCall, capacity int64) error {
-	return p.s.tooLargeError(c.call(), capacity)
+	return p.h.tooLargeError(c.call(), capacity)
 }
 
 // errEnded is the error of a caller whose wait the pool ended.
@@ -61,35 +75,18 @@ func (p *blockPool) errEnded(c blockCall, e *waitEnd) error {
 	case e.broken:
 		return p.errBroken(c, e.reason)
 	case e.shrunk:
-		return p.s.fail(c.call(), semaphore.TooLarge, "capacity shrunk to "+strconv.FormatInt(e.capacity, 10)+": "+semaphore.ErrTooLarge.Error(),
+		return p.h.fail(c.call(), semaphore.TooLarge, "capacity shrunk to "+strconv.FormatInt(e.capacity, 10)+": "+semaphore.ErrTooLarge.Error(),
 			semaphore.ErrTooLarge)
 	case e.refused != nil:
 		// The block request's error says why etcd refused and matches what
 		// it refused with; the caller's names the caller's units.
 		var be *errs.Error
 		if errors.As(e.refused, &be) {
-			return p.s.fail(c.call(), nil, be.Why, be.Matches...)
+			return p.h.fail(c.call(), nil, be.Why, be.Matches...)
 		}
-		return p.s.fail(c.call(), nil, e.refused.Error(), e.refused)
+		return p.h.fail(c.call(), nil, e.refused.Error(), e.refused)
 	}
-	return p.s.fail(c.call(), nil, e.cause.Error(), e.cause)
-}
-
-// errHold is the error of op ("release", "return") on n units of a local
-// grant of token, or of "units" (Units.Err) when n < 0, lost with cause.
-func errHold(u *Units, op string, n int64, cause error) error {
-	c := opCall("units of token " + strconv.FormatInt(u.token, 10))
-	if n >= 0 {
-		c = tokenCall(op, n, u.token)
-	}
-	return u.s.fail(c, nil, cause.Error(), cause)
-}
-
-// errInsufficient is the error of a Return of m units of a local grant of
-// token that holds fewer.
-func errInsufficient(u *Units, m, held int64) error {
-	return u.s.fail(tokenCall("return", m, u.token), nil,
-		strconv.FormatInt(held, 10)+" held: "+semaphore.ErrInsufficientUnits.Error(), semaphore.ErrInsufficientUnits)
+	return p.h.fail(c.call(), nil, e.cause.Error(), e.cause)
 }
 
 // blockLost is the cause of a loss of the block of token.

@@ -1,36 +1,25 @@
 package etcdsem
 
-import "sync/atomic"
+import (
+	"context"
+	"sync/atomic"
+)
 
-// A localHold is a caller's grant from a block-mode handle's blocks: units of
-// the epoch's core semaphore, no key of its own.
+// A localHold holds block mode's Units: units of an epoch's core semaphore,
+// granted from the handle's blocks, with no key of their own. Its methods are
+// the Units methods of the same purpose (see holding).
 type localHold struct {
 	// fixed at the grant
-	p   *blockPool
-	ep  *epoch
-	seq int64 // the handle's grant number: orders grants of one token
+	p  *blockPool
+	ep *epoch
 
 	n    atomic.Int64 // units held; 0 once released
 	done atomic.Bool  // released (or given back by Close)
 }
 
-// Sequence returns the grant's number on its handle in block mode (from 1,
-// increasing with every local grant), and 0 in plain mode. A block-mode
-// holder's fencing token is the pair (Token, Sequence): Token is the highest
-// block token its handle has held, which orders it after every holder of the
-// units in any earlier block, and Sequence orders it after the earlier local
-// holders of the same token. A resource that fences by comparing (Token,
-// Sequence) pairs in that order rejects a stale holder of either mode.
-func (u *Units) Sequence() int64 {
-	if u.local == nil {
-		return 0
-	}
-	return u.local.seq
-}
-
-// lost reports whether the hold's epoch was lost while it held units: units
-// given back before were not lost (Release stays idempotent, Err nil).
-func (h *localHold) lost() bool {
+// isLost reports whether the hold's epoch was lost while it held units:
+// units given back before were not lost (Release stays idempotent, Err nil).
+func (h *localHold) isLost() bool {
 	if h.done.Load() {
 		return false
 	}
@@ -42,24 +31,26 @@ func (h *localHold) lost() bool {
 	}
 }
 
+func (h *localHold) lost() <-chan struct{} { return h.ep.lost }
+
 func (h *localHold) count() int64 {
-	if h.done.Load() || h.lost() || h.p.closed.Load() {
+	if h.done.Load() || h.isLost() || h.p.closed.Load() {
 		return 0
 	}
 	return h.n.Load()
 }
 
-func (h *localHold) err(u *Units) error {
-	if !h.lost() {
+func (h *localHold) lossCause() error {
+	if !h.isLost() {
 		return nil
 	}
-	return errHold(u, "units", -1, h.ep.err)
+	return h.ep.err
 }
 
-// release gives the units back to the epoch's semaphore. Lost units are not
-// given back (their block is gone): the call reports the loss, every time.
-func (h *localHold) release(u *Units) error {
-	if h.lost() {
+// release gives the units back to the epoch's core. Lost units are not given
+// back (their block is gone): the call reports the loss, every time.
+func (h *localHold) release(_ context.Context, u *Units) error {
+	if h.isLost() {
 		return errHold(u, "release", h.n.Load(), h.ep.err)
 	}
 	if h.p.closed.Load() || !h.done.CompareAndSwap(false, true) {
@@ -70,16 +61,20 @@ func (h *localHold) release(u *Units) error {
 	return nil
 }
 
-// give returns n units to the epoch.
+// give returns n units to the epoch's core, which grants the callers waiting
+// that now fit, and wakes the manager if it gives units back as they come:
+// the fleet is contended, or the epoch grants nobody more.
 func (h *localHold) give(n int64) {
 	h.ep.inUse.Add(-n)
-	h.p.giveBack(h.ep, n)
+	h.ep.local.Release(n)
+	if h.p.contended.Load() || !h.ep.grants() {
+		h.p.signal()
+	}
 }
 
-// ret gives back m of the units and keeps the rest.
-func (h *localHold) ret(u *Units, m int64) error {
-	u.s.checkUnits("Units.Return", m)
-	if h.lost() {
+// giveBack gives back m of the units and keeps the rest.
+func (h *localHold) giveBack(ctx context.Context, u *Units, m int64) error {
+	if h.isLost() {
 		return errHold(u, "return", m, h.ep.err)
 	}
 	if h.p.closed.Load() {
@@ -94,7 +89,7 @@ func (h *localHold) ret(u *Units, m int64) error {
 			return errInsufficient(u, m, held)
 		}
 		if m == held {
-			return h.release(u)
+			return h.release(ctx, u)
 		}
 		if h.n.CompareAndSwap(held, held-m) {
 			h.give(m)

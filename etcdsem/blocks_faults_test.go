@@ -12,11 +12,11 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/fairsem/semaphore"
+	"github.com/fairsem/semaphore/internal/fulltest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -96,7 +96,7 @@ func (l *blockLoad) progress(what string, sems []*Semaphore, n int64) {
 	from := l.grants.Load()
 	if !assert.Eventually(l.t, func() bool { return l.grants.Load() >= from+n }, 60*time.Second, 10*time.Millisecond, "no progress %s", what) {
 		for _, s := range sems {
-			l.t.Log(s.debugState() + s.blocks.debugState())
+			l.t.Log(s.debugState() + s.pool.debugState())
 		}
 		l.t.FailNow()
 	}
@@ -109,6 +109,7 @@ func (l *blockLoad) end() {
 }
 
 func TestBlocks_LeaderKillStopAndMemberKillKeepTheBoundUnderLoad(t *testing.T) {
+	fulltest.Fault(t)
 	procs := newCluster(t, 3)
 	for _, p := range procs {
 		p.start()
@@ -151,10 +152,11 @@ func TestBlocks_LeaderKillStopAndMemberKillKeepTheBoundUnderLoad(t *testing.T) {
 	waitHealthy(t, procs...)
 	load.progress("after restarting the follower", sems, 200)
 	load.end()
-	checkHistory(t, sems[0].cli, name, log)
+	checkHistory(t, sems[0].sess.cli, name, log)
 }
 
 func TestBlocks_SingleMemberSIGSTOPAndSIGKILLKeepTheBoundUnderLoad(t *testing.T) {
+	fulltest.Fault(t)
 	p := newCluster(t, 1)[0]
 	p.start()
 	waitHealthy(t, p)
@@ -174,7 +176,7 @@ func TestBlocks_SingleMemberSIGSTOPAndSIGKILLKeepTheBoundUnderLoad(t *testing.T)
 	for _, s := range sems {
 		// Past the TTL every handle's blocks are lost, and it knows.
 		waitFor(t, "the blocks are lost while etcd is stopped", func() bool {
-			return s.blocks.ep.Load().local.Available() == 0 && len(s.blocks.ledgerSnapshot()) == 0
+			return s.pool.ep.Load().local.Available() == 0 && blockCount(s.pool) == 0
 		})
 	}
 	p.cont()
@@ -185,12 +187,13 @@ func TestBlocks_SingleMemberSIGSTOPAndSIGKILLKeepTheBoundUnderLoad(t *testing.T)
 	waitHealthy(t, p)
 	load.progress("after etcd restarted", sems, 100)
 	load.end()
-	checkHistory(t, sems[0].cli, name, log)
+	checkHistory(t, sems[0].sess.cli, name, log)
 }
 
 // The partition through the proxy, under load: a handle cut off from etcd
 // tells its holders of the loss before the other handle can take the units.
 func TestBlocks_PartitionUnderLoadKeepsTheBound(t *testing.T) {
+	fulltest.Fault(t)
 	ep := sharedEndpoint(t)
 	name := testName(t)
 	const capacity = 4
@@ -206,11 +209,11 @@ func TestBlocks_PartitionUnderLoadKeepsTheBound(t *testing.T) {
 	load := startBlockLoad(t, ctx, capacity, log, sems, 3)
 	load.progress("at the start", sems, 100)
 
-	cutEpoch := cut.blocks.ep.Load()
+	cutEpoch := cut.pool.ep.Load()
 	px.hold(true, true)
 	// Its blocks are lost (or it had given every one back).
 	waitFor(t, "the cut-off handle's blocks are lost", func() bool {
-		return cut.blocks.ep.Load() != cutEpoch || len(cut.blocks.ledgerSnapshot()) == 0
+		return cut.pool.ep.Load() != cutEpoch || blockCount(cut.pool) == 0
 	})
 	load.progress("with one handle cut off", []*Semaphore{other}, 100)
 	px.release()
@@ -225,6 +228,7 @@ const blocksClientEnv = "ETCDSEM_TEST_BLOCKS_CLIENT"
 
 func init() {
 	if spec := os.Getenv(blocksClientEnv); spec != "" {
+		watchParent()
 		os.Exit(blocksClient(spec))
 	}
 }
@@ -260,6 +264,7 @@ func blocksClient(spec string) int {
 }
 
 func TestBlocks_ClientProcessSIGKILLGivesTheUnitsBackAfterTheTTL(t *testing.T) {
+	fulltest.Fault(t)
 	ep := sharedEndpoint(t)
 	name := testName(t)
 	const capacity = 4
@@ -269,10 +274,9 @@ func TestBlocks_ClientProcessSIGKILLGivesTheUnitsBackAfterTheTTL(t *testing.T) {
 
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), blocksClientEnv+"="+ep+" "+name+" "+strconv.Itoa(capacity))
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	out, err := cmd.StdoutPipe()
 	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
+	require.NoError(t, startChild(t, cmd))
 	line, err := bufio.NewReader(out).ReadString('\n')
 	require.NoError(t, err)
 	require.Equal(t, "held\n", line, "the client process holds every unit")
@@ -285,7 +289,7 @@ func TestBlocks_ClientProcessSIGKILLGivesTheUnitsBackAfterTheTTL(t *testing.T) {
 		got <- u
 	}()
 	waitWaiters(t, s, 1)
-	require.NoError(t, cmd.Process.Kill())
+	killGroup(cmd.Process.Pid)
 	killed := time.Now()
 	_ = cmd.Wait()
 	u := <-got
@@ -297,15 +301,21 @@ func TestBlocks_ClientProcessSIGKILLGivesTheUnitsBackAfterTheTTL(t *testing.T) {
 
 // debugState describes the pool, for failing tests.
 func (p *blockPool) debugState() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	out := fmt.Sprintf("  pool: free %d, waiting %d units in %d, requested %d, contended %v\n",
-		p.ep.Load().local.Available(), p.waitUnits, len(p.queue), p.requested, p.contended.Load())
+	waiters, awaited, largest := p.waiting.read()
+	p.ledger.mu.Lock()
+	defer p.ledger.mu.Unlock()
+	u, ep := p.usageLocked(), p.ep.Load()
+	out := fmt.Sprintf("  pool: %+v free %d, capacity %d reserve %d grants %v, %d retired; waiting %d units in %d (largest %d), requested %d, contended %v\n",
+		u, u.free(), ep.local.Capacity(), ep.reserve, ep.grants(), len(p.ledger.retired), awaited, waiters, largest, p.ledger.requested, p.contended.Load())
 	for _, b := range p.ledger.blocks {
-		out += fmt.Sprintf("  block %d local %d remote %d\n", b.token, b.local, b.remote)
-	}
-	for _, w := range p.queue {
-		out += fmt.Sprintf("  queued %d reclaim %v\n", w.n, w.reclaim)
+		out += fmt.Sprintf("  block %d kept %d remote %d\n", b.token, b.kept, b.remote)
 	}
 	return out
+}
+
+// blockCount returns the number of p's blocks.
+func blockCount(p *blockPool) int {
+	p.ledger.mu.Lock()
+	defer p.ledger.mu.Unlock()
+	return len(p.ledger.blocks)
 }

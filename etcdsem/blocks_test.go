@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/fairsem/semaphore"
+	"github.com/fairsem/semaphore/internal/fulltest"
 	"runtime"
 	"strings"
 	"sync"
@@ -66,7 +67,7 @@ func blockUnits(t *testing.T, s *Semaphore) (held int64, blocks int) {
 	st, err := s.Stats(testCtx(t, 10*time.Second))
 	require.NoError(t, err)
 	for _, e := range st.Holders {
-		if e.Client == s.cfg.clientTag {
+		if e.Client == s.clientTag {
 			held += e.Units
 			blocks++
 		}
@@ -92,7 +93,7 @@ func TestBlocks_AnotherHandleWaitingGetsTheFreeUnitsAtOnce(t *testing.T) {
 	defer cancel()
 	ub, err := b.Acquire(bctx, 3) // waits in etcd until a gives its 3 free units back
 	if err != nil {
-		t.Log(a.debugState(), a.blocks.debugState(), b.debugState(), b.blocks.debugState())
+		t.Log(a.debugState(), a.pool.debugState(), b.debugState(), b.pool.debugState())
 	}
 	require.NoError(t, err)
 	log.add(ub)
@@ -137,7 +138,7 @@ func TestBlocks_BreakFailsWaitersAndDrainEnds(t *testing.T) {
 		_, err := s.Acquire(ctx, 1)
 		waitErr <- err
 	}()
-	waitFor(t, "the caller waits", func() bool { return s.blocks.nwait.Load() == 1 })
+	waitFor(t, "the caller waits", func() bool { return localWaiters(s) == 1 })
 
 	require.NoError(t, admin.Break(ctx, errors.New("maintenance")))
 	err = <-waitErr
@@ -190,7 +191,7 @@ func TestBlocks_ResizeShrinksBlocksWithoutRevoking(t *testing.T) {
 		held, _ := blockUnits(t, s)
 		return held == 2
 	}, 10*time.Second, 5*time.Millisecond, "units coming back go back until the blocks fit") {
-		t.Log(s.debugState(), s.blocks.debugState())
+		t.Log(s.debugState(), s.pool.debugState())
 	}
 	_, err := s.Acquire(ctx, 3)
 	assert.ErrorIs(t, err, semaphore.ErrTooLarge)
@@ -216,7 +217,7 @@ func TestBlocks_CloseFailsWaitersAndReleaseAfterIsNil(t *testing.T) {
 		_, err := s.Acquire(ctx, 1)
 		waitErr <- err
 	}()
-	waitFor(t, "the caller waits", func() bool { return s.blocks.nwait.Load() == 1 })
+	waitFor(t, "the caller waits", func() bool { return localWaiters(s) == 1 })
 	require.NoError(t, s.Close())
 	assert.ErrorIs(t, <-waitErr, ErrClosed)
 	assert.NoError(t, u.Release(ctx), "Close gave the units back")
@@ -296,6 +297,7 @@ func TestBlocks_ReturnGivesBackPartOfALocalGrant(t *testing.T) {
 // granted the blocks' units; its waiters fail with ErrLost; once etcd is back
 // it takes new blocks, with tokens after the lost ones.
 func TestBlocks_LostClosesForEveryLocalHolderBeforeTheNextGrant(t *testing.T) {
+	fulltest.Fault(t)
 	ep := sharedEndpoint(t)
 	name := testName(t)
 	log := &grantLog{}
@@ -319,7 +321,7 @@ func TestBlocks_LostClosesForEveryLocalHolderBeforeTheNextGrant(t *testing.T) {
 		_, err := a.Acquire(ctx, 1)
 		waitErr <- err
 	}()
-	waitFor(t, "a's caller waits", func() bool { return a.blocks.nwait.Load() == 1 })
+	waitFor(t, "a's caller waits", func() bool { return localWaiters(a) == 1 })
 	granted := make(chan time.Time, 1)
 	var next *Units
 	go func() {
@@ -455,7 +457,7 @@ func TestBlocks_EdgesOfTheRequest(t *testing.T) {
 	log.add(held)
 	_, err = s.Acquire(short, 1)
 	assert.ErrorIs(t, err, semaphore.ErrTimedOut, "a waiter times out")
-	assert.Zero(t, s.blocks.nwait.Load(), "and leaves the queue")
+	assert.Zero(t, localWaiters(s), "and leaves the queue")
 	require.NoError(t, held.Release(ctx))
 }
 
@@ -495,7 +497,7 @@ func TestBlocks_ErrorsCarryTheAcquiresOutcome(t *testing.T) {
 		_, err := s.Acquire(ctx, 1)
 		waitErr <- err
 	}()
-	waitFor(t, "the caller waits", func() bool { return s.blocks.nwait.Load() == 1 })
+	waitFor(t, "the caller waits", func() bool { return localWaiters(s) == 1 })
 	require.NoError(t, admin.Break(ctx, errors.New("maintenance")))
 	err = <-waitErr
 	assert.Equal(t, semaphore.Broken, outcome(err), "a waiter failed by Break")
@@ -521,7 +523,7 @@ func TestBlocks_CloseEndsEveryCallInFlight(t *testing.T) {
 		"Acquire over the cap": func() error { _, err := s.Acquire(ctx, 2); return err },
 		"TryAcquire over cap":  func() error { _, _, err := s.TryAcquire(ctx, 2); return err },
 	}
-	closeEndsCalls(t, s, px, calls, func() bool { return inFlight.Load() >= 3 && s.blocks.nwait.Load() == 1 })
+	closeEndsCalls(t, s, px, calls, func() bool { return inFlight.Load() >= 3 && localWaiters(s) == 1 })
 }
 
 // A TryAcquire that asks etcd for a whole block, from a view of the capacity
@@ -536,7 +538,7 @@ func TestBlocks_TryAcquireFitsAfterAShrinkItHasNotSeen(t *testing.T) {
 	admin := newSem(t, newClient(t, ep), name)
 	ctx := testCtx(t, 20*time.Second)
 	require.NoError(t, admin.Resize(ctx, 3))
-	s.blocks.seen.Store(&seen{rev: s.blocks.seen.Load().rev, capacity: 8}) // the manager has not looked since
+	s.pool.seen.Store(&seen{rev: s.pool.seen.Load().rev, capacity: 8}) // the manager has not looked since
 	u, ok, err := s.TryAcquire(ctx, 1)
 	require.NoError(t, err, "1 unit fits the capacity of 3")
 	require.True(t, ok)
@@ -559,7 +561,7 @@ func TestBlocks_BlockRequestEtcdRefusesEndsTheWaitingCalls(t *testing.T) {
 	assert.Contains(t, err.Error(), ": acquire 1 unit: refused for good: etcdserver: request is too large")
 	_, ok := semaphore.OutcomeOf(err)
 	assert.False(t, ok, "etcd's refusal is no outcome of the semaphore")
-	assert.Zero(t, s.blocks.nwait.Load(), "the caller left the queue")
+	assert.Zero(t, localWaiters(s), "the caller left the queue")
 	assert.True(t, noQueueKeys(t, cli, s.Name()), "nothing was written")
 }
 
@@ -591,15 +593,15 @@ func TestBlocks_ACancellationBeforeTheLocalGrantWins(t *testing.T) {
 	u, err := s.Acquire(ctx, 1)
 	require.NoError(t, err)
 	log.add(u)
-	granted := s.Snapshot().Acquired
+	granted := s.Reading().Acquired
 
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	v, err := s.Acquire(&cancelAfterCheck{Context: cctx, cancel: cancel}, 1)
 	require.ErrorIs(t, err, context.Canceled, "the context ended before the grant")
 	assert.Nil(t, v)
-	assert.Equal(t, granted, s.Snapshot().Acquired, "no grant counted")
-	ep0 := s.blocks.ep.Load()
+	assert.Equal(t, granted, s.Reading().Acquired, "no grant counted")
+	ep0 := s.pool.ep.Load()
 	assert.Equal(t, int64(1), ep0.inUse.Load(), "units held")
 	assert.Equal(t, int64(1), ep0.holds.Load(), "holders")
 	require.NoError(t, u.Release(ctx))
@@ -637,7 +639,7 @@ func TestBlocks_TryAcquireDoesNotJumpACallerThatWaitsForTheNewBlock(t *testing.T
 					}
 					waiting <- err
 				}()
-				waitFor(t, "the caller waits", func() bool { return s.blocks.nwait.Load() == 1 })
+				waitFor(t, "the caller waits", func() bool { return localWaiters(s) == 1 })
 			} else {
 				select {
 				case <-tried:
@@ -672,6 +674,48 @@ func TestBlocks_TryAcquireDoesNotJumpACallerThatWaitsForTheNewBlock(t *testing.T
 	}
 }
 
+// A TryAcquire never takes units a waiting caller of its handle is owed:
+// with one caller waiting for more units than are free in the handle's
+// blocks, a TryAcquire (or an AcquireTimeout that does not wait) of fewer
+// units than are free fails, and the waiter is served first once units come
+// back.
+func TestBlocks_TryAcquireNeverTakesUnitsAWaiterOfItsHandleIsOwed(t *testing.T) {
+	ep := sharedEndpoint(t)
+	name := testName(t)
+	log := &grantLog{}
+	checkHistoryAtEnd(t, ep, name, log)
+	s := newSem(t, newClient(t, ep), name, WithCapacity(4), WithBlocks(4))
+	ctx := testCtx(t, 20*time.Second)
+
+	held, err := s.Acquire(ctx, 2) // takes a block of the whole capacity: 2 units stay free
+	require.NoError(t, err)
+	log.add(held)
+	waiting := startWaiting(ctx, s, 3)
+	waitFor(t, "the caller of 3 units waits", func() bool { return localWaiters(s) == 1 })
+
+	u, ok, err := s.TryAcquire(ctx, 1)
+	require.NoError(t, err)
+	if ok {
+		log.add(u)
+		require.NoError(t, u.Release(ctx))
+	}
+	assert.False(t, ok, "1 of the 2 free units: the waiting caller is owed them")
+	_, err = s.AcquireTimeout(ctx, 0, 2)
+	assert.ErrorIs(t, err, semaphore.ErrTimedOut, "an acquire that does not wait does not take them either")
+
+	require.NoError(t, held.Release(ctx))
+	w := <-waiting
+	require.NotNil(t, w, "the waiter is served once the units come back")
+	log.add(w)
+	assert.Equal(t, int64(3), w.Count())
+	u, ok, err = s.TryAcquire(ctx, 1)
+	require.NoError(t, err)
+	require.True(t, ok, "with nobody waiting, a TryAcquire takes the unit left")
+	log.add(u)
+	require.NoError(t, u.Release(ctx))
+	require.NoError(t, w.Release(ctx))
+}
+
 // At capacity 0 a block-mode handle grants 0 units and refuses more as too
 // large, until a Resize lets them in; AcquireTimeout with a zero or negative
 // duration never waits: it is granted when TryAcquire would be, and times out
@@ -701,7 +745,7 @@ func TestBlocks_CapacityZeroAndTimeoutsThatDoNotWait(t *testing.T) {
 		v, err := s.AcquireTimeout(ctx, d, 2)
 		assert.ErrorIs(t, err, semaphore.ErrTimedOut, "%v: only one unit is free", d)
 		assert.Nil(t, v)
-		assert.Zero(t, s.blocks.nwait.Load(), "%v: it never waited", d)
+		assert.Zero(t, localWaiters(s), "%v: it never waited", d)
 		require.NoError(t, u.Release(ctx))
 	}
 }
@@ -717,7 +761,7 @@ func TestBlocks_StressCancellationsKeepTheCountsExact(t *testing.T) {
 	checkHistoryAtEnd(t, ep, name, log)
 	s := newSem(t, newClient(t, ep), name, WithCapacity(4), WithBlocks(2))
 	ctx := testCtx(t, time.Minute)
-	before := s.Snapshot().Acquired
+	before := s.Reading().Acquired
 	var granted atomic.Uint64
 	var wg sync.WaitGroup
 	for i := range 16 {
@@ -742,14 +786,15 @@ func TestBlocks_StressCancellationsKeepTheCountsExact(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	assert.Equal(t, granted.Load(), s.Snapshot().Acquired-before, "grants counted")
-	p := s.blocks
-	p.mu.Lock()
-	e := p.ep.Load()
+	assert.Equal(t, granted.Load(), s.Reading().Acquired-before, "grants counted")
+	p := s.pool
+	p.ledger.mu.Lock()
+	e, u := p.ep.Load(), p.usageLocked()
 	assert.Zero(t, e.inUse.Load(), "units in use")
 	assert.Zero(t, e.holds.Load(), "holders")
-	assert.Equal(t, p.ledger.local(), e.local.Available(), "every unit of the blocks is free")
-	p.mu.Unlock()
+	assert.Zero(t, u.held, "units held, as the callers' semaphore counts them")
+	assert.Equal(t, u.usable, e.local.Available(), "every unit the callers may use is free")
+	p.ledger.mu.Unlock()
 }
 
 // A TryAcquire that fails while it asks etcd for a whole block fails naming

@@ -8,22 +8,23 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fairsem/semaphore"
 	"github.com/fairsem/semaphore/internal/errs"
-	"github.com/fairsem/semaphore/semdebug"
 )
 
-// A Semaphore is a semdebug.Source: semdebug.Register(s) shows it on the debug
-// page, from this handle's mirror: the capacity, the units granted and the
-// keys waiting across the fleet, one holder group per handle (in block mode, a
-// handle's blocks), and in block mode this handle's own callers. Each reading
-// also reads the block-mode handles' reports (one Get, bounded by
+// A Semaphore reads itself in the core's plain values (Reading) and dumps
+// itself for a human (Diagnostics), so semdebug.Register(s) shows it on the
+// debug page, from this handle's mirror: the capacity, the units granted and
+// the keys waiting across the fleet, one holder group per handle (in block
+// mode, a handle's blocks), and in block mode this handle's own callers. Each
+// reading also reads the block-mode handles' reports (one Get, bounded by
 // reportReadTimeout): every process's callers as of its last report, about 3s
 // behind at most; "-" where no report is known.
 
-// Kind says what s is: "etcd semaphore", or "etcd semaphore, blocks of N".
-func (s *Semaphore) Kind() string {
-	if s.blocks != nil {
-		return "etcd semaphore, blocks of " + strconv.FormatInt(s.blocks.size, 10)
+// kind says what s is: "etcd semaphore", or "etcd semaphore, blocks of N".
+func (s *Semaphore) kind() string {
+	if s.pool != nil {
+		return "etcd semaphore, blocks of " + strconv.FormatInt(s.pool.size, 10)
 	}
 	return "etcd semaphore"
 }
@@ -44,7 +45,7 @@ const reportReadTimeout = time.Second
 
 // pageReports reads the reports for the debug page; nil if the read failed.
 func (s *Semaphore) pageReports() []Report {
-	ctx, cancel := context.WithTimeout(s.bgCtx, reportReadTimeout)
+	ctx, cancel := context.WithTimeout(s.sess.ctx, reportReadTimeout)
 	defer cancel()
 	rs, _, err := s.readReports(ctx)
 	if err != nil {
@@ -89,36 +90,41 @@ func (s *Semaphore) fleetHandlesLocked(reports []Report) []*handleView {
 	return out
 }
 
-// Snapshot reads the semaphore from this handle's mirror and the handles'
-// reports, for the debug page. Across the fleet the keys are known (in block
-// mode, blocks), and the callers a block-mode handle serves from its blocks
-// as of its last report, in Details. Counters of calls are known in block
-// mode, for this handle's callers.
-func (s *Semaphore) Snapshot() semdebug.Snapshot {
+// Reading reads the semaphore from this handle's mirror and the handles'
+// reports, for a debug page or a metrics exporter. Across the fleet the keys
+// are known (in block mode, blocks): Held counts the units of the keys granted
+// (or whose grant is not yet known), Waiters and the wait list the keys
+// waiting, one holder group per handle, labelled with its client name. The
+// callers a block-mode handle serves from its blocks, as of its last report,
+// are in Details. Counters of calls are known in block mode, for this
+// handle's callers (Acquired); the others are unknown.
+func (s *Semaphore) Reading() semaphore.Reading {
 	reports := s.pageReports()
 	s.mu.Lock()
-	snap := semdebug.Snapshot{Capacity: s.q.capacity, Broken: s.q.broken, Cause: s.q.reason}
+	r := semaphore.Reading{Kind: s.kind(), Name: s.name, Capacity: s.q.capacity, Broken: s.q.broken, Cause: s.q.reason}
 	now := time.Now()
 	for _, k := range s.q.keys {
 		switch k.state {
 		case keyGranted, keyUnknown:
-			snap.InUse = addSat(snap.InUse, k.n)
+			r.Held = addSat(r.Held, k.n)
 			if !k.created.IsZero() {
-				snap.OldestHolder = max(snap.OldestHolder, now.Sub(k.created))
+				r.OldestHolder = max(r.OldestHolder, now.Sub(k.created))
 			}
 		case keyWaiting:
-			snap.Waiters++
-			w := semdebug.Waiter{Units: k.n}
+			r.Waiters++
+			w := semaphore.WaitingCall{Units: k.n}
 			if !k.created.IsZero() {
 				w.Waited = now.Sub(k.created)
 			}
-			snap.WaitList = append(snap.WaitList, w)
+			r.Waiting = append(r.Waiting, w)
 		}
 	}
-	if len(snap.WaitList) > 0 {
-		snap.HeadWait = snap.WaitList[0].Waited
+	if len(r.Waiting) > 0 {
+		r.HeadWait = r.Waiting[0].Waited
 	}
-	snap.Available = max(snap.Capacity-snap.InUse, 0)
+	if !r.Broken {
+		r.Available = max(r.Capacity-r.Held, 0)
+	}
 	handles := s.fleetHandlesLocked(reports)
 	s.mu.Unlock()
 
@@ -126,25 +132,25 @@ func (s *Semaphore) Snapshot() semdebug.Snapshot {
 		if h.keys == 0 {
 			continue
 		}
-		g := semdebug.Holder{Site: "lease " + strconv.FormatInt(h.lease, 16), Label: h.client, Holders: h.keys, Units: h.held}
+		g := semaphore.HolderGroup{Site: "lease " + strconv.FormatInt(h.lease, 16), Label: h.client, Holders: h.keys, Units: h.held}
 		if !h.oldest.IsZero() {
 			g.Age = now.Sub(h.oldest)
 		}
-		snap.Holders = append(snap.Holders, g)
+		r.Holders = append(r.Holders, g)
 	}
-	snap.Unknown = semdebug.QueuedField | semdebug.TimedOutField | semdebug.CancelledField | semdebug.RejectedField | semdebug.ShedField
-	snap.Details = append(snap.Details, semdebug.Detail{Name: "handles (processes)", Value: strconv.Itoa(len(handles))})
-	snap.Details = append(snap.Details, semdebug.Detail{Name: "callers of the handles' blocks, as reported", Value: fleetCallers(reports, len(handles))})
+	r.Unknown = semaphore.QueuedField | semaphore.TimedOutField | semaphore.CancelledField | semaphore.RejectedField | semaphore.ShedField
+	r.Details = append(r.Details, semaphore.Detail{Name: "handles (processes)", Value: strconv.Itoa(len(handles))})
+	r.Details = append(r.Details, semaphore.Detail{Name: "callers of the handles' blocks, as reported", Value: fleetCallers(reports, len(handles))})
 	for _, h := range handles {
-		snap.Details = append(snap.Details, semdebug.Detail{Name: "handle " + strconv.Quote(h.client), Value: h.describe(s.blocks != nil)})
+		r.Details = append(r.Details, semaphore.Detail{Name: "handle " + strconv.Quote(h.client), Value: h.describe(s.pool != nil)})
 	}
-	if p := s.blocks; p != nil {
-		snap.Acquired = p.granted.Load()
-		snap.Details = append(snap.Details, semdebug.Detail{Name: "this handle's callers", Value: p.describe()})
+	if p := s.pool; p != nil {
+		r.Acquired = p.granted.Load()
+		r.Details = append(r.Details, semaphore.Detail{Name: "this handle's callers", Value: p.describe()})
 	} else {
-		snap.Unknown |= semdebug.AcquiredField
+		r.Unknown |= semaphore.AcquiredField
 	}
-	return snap
+	return r
 }
 
 // describe says what the handle holds and waits for: its keys are blocks if
@@ -190,14 +196,15 @@ func fleetCallers(reports []Report, handles int) string {
 
 // describe says what the pool's callers hold and wait for.
 func (p *blockPool) describe() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	c, ep := p.callersLocked(), p.ep.Load()
+	c := p.callers()
+	p.ledger.mu.Lock()
+	free, blocks, requested := p.usageLocked().free(), len(p.ledger.blocks), p.ledger.requested
+	p.ledger.mu.Unlock()
 	out := fmt.Sprintf("%s holding %s, %s waiting for %s, %s free in %s of %s",
 		countOf(c.holders, "holder"), unitCount(c.held), countOf(c.waiters, "caller"), unitCount(c.awaited),
-		unitCount(ep.local.Available()), countOf(len(p.ledger.blocks), "block"), unitCount(c.blocks))
-	if p.requested > 0 {
-		out += ", asking etcd for a block of " + unitCount(p.requested)
+		unitCount(free), countOf(blocks, "block"), unitCount(c.blocks))
+	if requested > 0 {
+		out += ", asking etcd for a block of " + unitCount(requested)
 	}
 	return out
 }
@@ -208,7 +215,7 @@ func unitCount(n int64) string { return errs.Count(n, "unit") }
 
 // Diagnostics is the debug page's dump of s: the fleet's handles with their
 // reported callers, then this handle's callers in block mode, at most
-// maxLines handles (maxLines <= 0: all). It reads the reports as Snapshot does.
+// maxLines handles (maxLines <= 0: all). It reads the reports as Reading does.
 func (s *Semaphore) Diagnostics(maxLines int) string {
 	reports := s.pageReports()
 	s.mu.Lock()
@@ -218,7 +225,7 @@ func (s *Semaphore) Diagnostics(maxLines int) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "etcdsem %q: capacity %d", s.name, capacity)
 	if broken {
-		fmt.Fprintf(&b, ", broken: %s", reason)
+		fmt.Fprintf(&b, ", broken: %q", reason)
 	}
 	b.WriteString("\n")
 	fmt.Fprintf(&b, "callers of the handles' blocks, as reported: %s\n", fleetCallers(reports, len(handles)))
@@ -227,13 +234,13 @@ func (s *Semaphore) Diagnostics(maxLines int) string {
 		shown = shown[:maxLines]
 	}
 	for _, h := range shown {
-		fmt.Fprintf(&b, "handle %q: %s\n", h.client, h.describe(s.blocks != nil))
+		fmt.Fprintf(&b, "handle %q: %s\n", h.client, h.describe(s.pool != nil))
 	}
 	if len(shown) < len(handles) {
 		fmt.Fprintf(&b, "... %d more handles\n", len(handles)-len(shown))
 	}
-	if s.blocks != nil {
-		fmt.Fprintf(&b, "this handle's callers: %s\n", s.blocks.describe())
+	if s.pool != nil {
+		fmt.Fprintf(&b, "this handle's callers: %s\n", s.pool.describe())
 	}
 	return b.String()
 }

@@ -1,6 +1,7 @@
 package etcdsem
 
 import (
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -9,12 +10,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fairsem/semaphore"
+	"github.com/fairsem/semaphore/internal/hostile"
 	"github.com/fairsem/semaphore/semdebug"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-func TestSnapshot_ShowsABlockModeSemaphoresHandlesAndCallers(t *testing.T) {
+func TestReading_ShowsABlockModeSemaphoresHandlesAndCallers(t *testing.T) {
 	ep := sharedEndpoint(t)
 	name := testName(t)
 	log := &grantLog{}
@@ -31,9 +34,9 @@ func TestSnapshot_ShowsABlockModeSemaphoresHandlesAndCallers(t *testing.T) {
 	_, err = a.Stats(ctx) // the mirror has caught up with both
 	require.NoError(t, err)
 
-	snap := a.Snapshot()
+	snap := a.Reading()
 	assert.Equal(t, int64(4), snap.Capacity)
-	assert.Equal(t, int64(4), snap.InUse, "a's block of 2 and b's key of 2")
+	assert.Equal(t, int64(4), snap.Held, "a's block of 2 and b's key of 2")
 	assert.Equal(t, uint64(1), snap.Acquired, "a's callers' grants")
 	labels := map[string]int64{}
 	for _, h := range snap.Holders {
@@ -47,8 +50,12 @@ func TestSnapshot_ShowsABlockModeSemaphoresHandlesAndCallers(t *testing.T) {
 	assert.Equal(t, "2", details["handles (processes)"])
 	assert.Contains(t, details[`handle "worker-a"`], "1 block of 2 units")
 	assert.Contains(t, details["this handle's callers"], "1 holder holding 1 unit")
-	assert.Equal(t, "etcd semaphore, blocks of 2", a.Kind())
-	assert.Equal(t, "etcd semaphore", b.Kind())
+	assert.Equal(t, "etcd semaphore, blocks of 2", snap.Kind)
+	assert.Equal(t, name, snap.Name)
+	notCounted := semaphore.QueuedField | semaphore.TimedOutField | semaphore.CancelledField | semaphore.RejectedField | semaphore.ShedField
+	assert.Equal(t, notCounted, snap.Unknown, "what a handle does not count is unknown, not 0")
+	assert.Equal(t, "etcd semaphore", b.Reading().Kind)
+	assert.Equal(t, notCounted|semaphore.AcquiredField, b.Reading().Unknown, "a plain handle counts no grants")
 	assert.NotContains(t, a.Diagnostics(0), "\nb <i>", "a hostile client name stays on its line")
 	assert.Contains(t, a.Diagnostics(1), "1 more handles")
 
@@ -67,7 +74,7 @@ func TestSnapshot_ShowsABlockModeSemaphoresHandlesAndCallers(t *testing.T) {
 
 // Every process's callers, as its report gives them, are on the page of any
 // handle; unknown stays "-".
-func TestSnapshot_ShowsEachProcesssReportedCallers(t *testing.T) {
+func TestReading_ShowsEachProcesssReportedCallers(t *testing.T) {
 	ep := sharedEndpoint(t)
 	name := testName(t)
 	log := &grantLog{}
@@ -85,11 +92,11 @@ func TestSnapshot_ShowsEachProcesssReportedCallers(t *testing.T) {
 		held = append(held, u)
 	}
 	waiting := startWaiting(ctx, a, 1) // every unit is held: it waits in a's queue
-	waitFor(t, "a's caller waits", func() bool { return a.blocks.nwait.Load() == 1 })
+	waitFor(t, "a's caller waits", func() bool { return localWaiters(a) == 1 })
 
 	details := func() map[string]string {
 		out := map[string]string{}
-		for _, d := range viewer.Snapshot().Details {
+		for _, d := range viewer.Reading().Details {
 			out[d.Name] = d.Value
 		}
 		return out
@@ -122,4 +129,30 @@ func TestSnapshot_ShowsEachProcesssReportedCallers(t *testing.T) {
 	require.NotNil(t, u)
 	log.add(u)
 	require.NoError(t, u.Release(ctx))
+}
+
+// A Break's reason is a value a peer gives: every text that prints it quotes
+// it (the dump, the errors), so that it stays one value on its line, and
+// Reading gives it as it was given.
+func TestReading_AndTheDumpQuoteTheReason(t *testing.T) {
+	ep := sharedEndpoint(t)
+	name := testName(t)
+	checkHistoryAtEnd(t, ep, name, &grantLog{})
+	s := newSem(t, newClient(t, ep), name, WithCapacity(2))
+	ctx := testCtx(t, 30*time.Second)
+	plainLines := strings.Count(s.Diagnostics(0), "\n")
+	for _, h := range hostile.Texts {
+		require.NoError(t, s.Break(ctx, errors.New(h.Value)))
+		waitFor(t, "the handle sees the break", func() bool { return s.Reading().Cause == h.Value })
+		quoted := strconv.Quote(h.Value)
+		dump := s.Diagnostics(0)
+		assert.Contains(t, dump, ", broken: "+quoted+"\n", h.Name)
+		assert.Equal(t, plainLines, strings.Count(dump, "\n"), "%s:\n%s", h.Name, dump)
+		_, _, err := s.TryAcquire(ctx, 1)
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "broken: "+quoted+": ", h.Name)
+		assert.NotContains(t, err.Error(), "\n", h.Name)
+		require.NoError(t, s.Repair(ctx))
+		waitFor(t, "the handle sees the repair", func() bool { return !s.Reading().Broken })
+	}
 }

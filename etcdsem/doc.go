@@ -125,13 +125,17 @@
 // fits few holders and strict FIFO across the fleet; block mode fits many
 // grants per second per process.
 //
-//   - A block is an acquire like any other: one key in the queue, under the
-//     handle's lease, whose weight is the block's units. The rule above grants
-//     it, so the blocks granted fit the capacity at every revision, and the
-//     handle grants its callers at most the units of its blocks (the ledger
-//     in fairshare.go: units leave local use before a key's weight drops, and
-//     enter it after the key is granted). Hence the callers of every handle
-//     hold at most the capacity, at every moment.
+//   - A block is an acquire like any other, made by the same handle: one key
+//     in the queue, under the handle's lease, whose weight is the block's
+//     units. The rule above grants it, so the blocks granted fit the capacity
+//     at every revision, and the handle grants its callers at most the units
+//     of its blocks (the ledger, ledger.go: units leave local use before a
+//     key's weight drops, and enter it after the key is granted). Hence the
+//     callers of every handle hold at most the capacity, at every moment.
+//   - The callers wait for units of the blocks on a core semaphore
+//     (github.com/fairsem/semaphore) that the handle feeds as blocks come and
+//     takes units back from as they go: its FIFO order, its rule for a grant
+//     that races a cancellation, Break and Resize are the callers', exactly.
 //   - Blocks follow demand. A handle asks for one block at a time, when its
 //     callers wait: enough for them, at least size units. It gives units back
 //     (lowering a block's weight in place, or deleting it at 0; a holder is

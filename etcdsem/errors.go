@@ -51,7 +51,7 @@ func tokenCall(op string, n, token int64) call {
 }
 
 // subject names a handle in its errors' messages: `etcdsem "NAME"`.
-type subject Semaphore
+type subject handle
 
 func (s *subject) Label() string { return errs.Label("etcdsem", s.name, s) }
 
@@ -60,8 +60,8 @@ func (s *subject) Label() string { return errs.Label("etcdsem", s.name, s) }
 // semaphore.Outcome, for an acquire that ended in one; nil otherwise: for a
 // call that is no acquire, and for an acquire ended by ErrLost, ErrClosed or
 // an RPC failure, which no outcome describes (OutcomeOf reports false).
-func (s *Semaphore) fail(c call, o any, why string, matches ...error) error {
-	e := &errs.Error{Subject: (*subject)(s), Why: why, Outcome: o, Matches: matches}
+func (h *handle) fail(c call, o any, why string, matches ...error) error {
+	e := &errs.Error{Subject: (*subject)(h), Why: why, Outcome: o, Matches: matches}
 	if c.units {
 		e.Op, e.N, e.Of = c.op, c.n, c.of
 	} else {
@@ -71,34 +71,34 @@ func (s *Semaphore) fail(c call, o any, why string, matches ...error) error {
 }
 
 // closedError is the error of c on a closed handle.
-func (s *Semaphore) closedError(c call) error { return s.fail(c, nil, ErrClosed.Error(), ErrClosed) }
+func (h *handle) closedError(c call) error { return h.fail(c, nil, ErrClosed.Error(), ErrClosed) }
 
 // brokenError is the error of acquire c on a semaphore broken for reason.
-func (s *Semaphore) brokenError(c call, reason string) error {
-	return s.fail(c, semaphore.Broken, "broken: "+reason+": "+semaphore.ErrBroken.Error(), semaphore.ErrBroken)
+func (h *handle) brokenError(c call, reason string) error {
+	return h.fail(c, semaphore.Broken, "broken: "+strconv.Quote(reason)+": "+semaphore.ErrBroken.Error(), semaphore.ErrBroken)
 }
 
 // tooLargeError is the error of acquire c for more than the capacity.
-func (s *Semaphore) tooLargeError(c call, capacity int64) error {
-	return s.fail(c, semaphore.TooLarge, "more than the capacity "+strconv.FormatInt(capacity, 10)+": "+semaphore.ErrTooLarge.Error(),
+func (h *handle) tooLargeError(c call, capacity int64) error {
+	return h.fail(c, semaphore.TooLarge, "more than the capacity "+strconv.FormatInt(capacity, 10)+": "+semaphore.ErrTooLarge.Error(),
 		semaphore.ErrTooLarge)
 }
 
 // failed is the error of c whose RPC failed with err: ErrClosed if the handle
 // closed meanwhile (Close ends every call in flight), otherwise rpcFailed's.
-// s.mu must not be held.
-func (s *Semaphore) failed(c call, err error) error {
-	if cerr := s.errIfClosed(c); cerr != nil {
+// h.mu must not be held.
+func (h *handle) failed(c call, err error) error {
+	if cerr := h.errIfClosed(c); cerr != nil {
 		return cerr
 	}
-	return s.rpcFailed(c, err)
+	return h.rpcFailed(c, err)
 }
 
 // rpcFailed is the error of c whose RPC failed with err: err, said to be final
 // when etcd refused the request for good.
-func (s *Semaphore) rpcFailed(c call, err error) error {
+func (h *handle) rpcFailed(c call, err error) error {
 	if classify(err) == rpcRefused {
-		return s.fail(c, nil, "refused for good: "+err.Error(), err)
+		return h.fail(c, nil, "refused for good: "+err.Error(), err)
 	}
-	return s.fail(c, nil, err.Error(), err)
+	return h.fail(c, nil, err.Error(), err)
 }

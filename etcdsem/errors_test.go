@@ -37,19 +37,19 @@ func TestErrors_SharedMeaningsMatchTheCoreSentinels(t *testing.T) {
 		prefix  string // after `etcdsem "NAME": `
 		call    func(t *testing.T) (*Semaphore, error)
 	}{
-		{"acquire when broken", semaphore.ErrBroken, semaphore.Broken, "acquire 1 unit: broken: maintenance: ", func(t *testing.T) (*Semaphore, error) {
+		{"acquire when broken", semaphore.ErrBroken, semaphore.Broken, `acquire 1 unit: broken: "maintenance": `, func(t *testing.T) (*Semaphore, error) {
 			s := newSem(t, cli, testName(t), WithCapacity(2))
 			require.NoError(t, s.Break(ctx, errors.New("maintenance")))
 			_, err := s.Acquire(ctx, 1)
 			return s, err
 		}},
-		{"try acquire when broken", semaphore.ErrBroken, semaphore.Broken, "try acquire 1 unit: broken: maintenance: ", func(t *testing.T) (*Semaphore, error) {
+		{"try acquire when broken", semaphore.ErrBroken, semaphore.Broken, `try acquire 1 unit: broken: "maintenance": `, func(t *testing.T) (*Semaphore, error) {
 			s := newSem(t, cli, testName(t), WithCapacity(2))
 			require.NoError(t, s.Break(ctx, errors.New("maintenance")))
 			_, _, err := s.TryAcquire(ctx, 1)
 			return s, err
 		}},
-		{"waiter failed by Break", semaphore.ErrBroken, semaphore.Broken, "acquire 1 unit: broken: maintenance: ", func(t *testing.T) (*Semaphore, error) {
+		{"waiter failed by Break", semaphore.ErrBroken, semaphore.Broken, `acquire 1 unit: broken: "maintenance": `, func(t *testing.T) (*Semaphore, error) {
 			s := full(t)
 			errc := make(chan error, 1)
 			go func() { _, err := s.Acquire(ctx, 1); errc <- err }()
@@ -163,7 +163,7 @@ func TestErrors_WaitErrorsAreOneLineAndMatchTheContext(t *testing.T) {
 	assert.ErrorIs(t, err, context.Canceled)
 	assert.ErrorIs(t, err, stop)
 	assert.NotErrorIs(t, err, semaphore.ErrTimedOut)
-	assert.Regexp(t, `^etcdsem ".*": acquire 1 unit: canceled after \d+m?s: context canceled: shutting down$`, err.Error())
+	assert.Regexp(t, `^etcdsem ".*": acquire 1 unit: canceled after \d+m?s: context canceled: "shutting down"$`, err.Error())
 }
 
 // A call whose context is cancelled is Cancelled, whatever its cause matches:

@@ -28,7 +28,7 @@ type shareLoad struct {
 const shareHold = time.Millisecond
 
 func newShareLoad(t *testing.T, s *Semaphore) *shareLoad {
-	l := &shareLoad{t: t, s: s, name: s.cfg.clientTag}
+	l := &shareLoad{t: t, s: s, name: s.clientTag}
 	t.Cleanup(l.stop)
 	return l
 }
@@ -125,7 +125,7 @@ func requireSplit(t *testing.T, probe *Semaphore, capacity int64, shares map[str
 	for sm := sampleShares(t, probe); !sm.near(shares); sm = sampleShares(t, probe) {
 		if time.Now().After(deadline) {
 			for _, l := range loads {
-				t.Logf("%s:\n%s", l.name, l.s.blocks.debugState())
+				t.Logf("%s:\n%s", l.name, l.s.pool.debugState())
 			}
 			require.FailNow(t, "the split does not converge", "want %v, last seen %v", shares, sm.units)
 		}

@@ -12,11 +12,13 @@ import (
 	"time"
 
 	"github.com/fairsem/semaphore"
+	"github.com/fairsem/semaphore/internal/fulltest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
 func TestServer_SIGKILLAndRestartKeepsHoldersAndPlaces(t *testing.T) {
+	fulltest.Fault(t)
 	p := newCluster(t, 1)[0]
 	p.start()
 	waitHealthy(t, p)
@@ -63,10 +65,11 @@ func TestServer_SIGKILLAndRestartKeepsHoldersAndPlaces(t *testing.T) {
 	uc := <-cGot
 	log.add(uc)
 	require.NoError(t, uc.Release(ctx))
-	checkHistory(t, a.cli, name, log)
+	checkHistory(t, a.sess.cli, name, log)
 }
 
 func TestServer_SIGSTOPPastTTLTellsHoldersWhileStopped(t *testing.T) {
+	fulltest.Fault(t)
 	p := newCluster(t, 1)[0]
 	p.start()
 	waitHealthy(t, p)
@@ -103,10 +106,11 @@ func TestServer_SIGSTOPPastTTLTellsHoldersWhileStopped(t *testing.T) {
 	require.NoError(t, err)
 	log.add(u)
 	require.NoError(t, u.Release(ctx))
-	checkHistory(t, a.cli, name, log)
+	checkHistory(t, a.sess.cli, name, log)
 }
 
 func TestCluster_LeaderKillAndStopKeepCheckerCleanAndProgress(t *testing.T) {
+	fulltest.Fault(t)
 	procs := newCluster(t, 3)
 	for _, p := range procs {
 		p.start()
@@ -186,7 +190,7 @@ func TestCluster_LeaderKillAndStopKeepCheckerCleanAndProgress(t *testing.T) {
 	close(stop)
 	wg.Wait()
 	t.Logf("%d grants, %d acquires failed by faults", grants.Load(), lost.Load())
-	n := checkHistory(t, sems[0].cli, name, log)
+	n := checkHistory(t, sems[0].sess.cli, name, log)
 	assert.GreaterOrEqual(t, n, int(grants.Load()))
 }
 
@@ -195,6 +199,7 @@ func TestCluster_LeaderKillAndStopKeepCheckerCleanAndProgress(t *testing.T) {
 // renewal), while the server is still stopped; it never retries its
 // transaction on a lease the server, once it resumes, no longer knows.
 func TestServer_SIGSTOPPastTTLEndsAnAcquireInFlight(t *testing.T) {
+	fulltest.Fault(t)
 	p := newCluster(t, 1)[0]
 	p.start()
 	waitHealthy(t, p)

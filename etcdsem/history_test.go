@@ -38,15 +38,16 @@ type clientGrant struct {
 }
 
 func (g *grantLog) add(u *Units) {
-	if u.local != nil {
+	if h, ok := u.hold.(*localHold); ok {
 		g.mu.Lock()
-		g.local = append(g.local, localGrant{handle: u.local.p, token: u.token, seq: u.local.seq})
+		g.local = append(g.local, localGrant{handle: h.p, token: u.token, seq: u.seq})
 		g.mu.Unlock()
 		return
 	}
-	u.s.mu.Lock()
-	c := clientGrant{key: u.r.key, token: u.token, n: u.r.n, grantRev: u.r.grantRev}
-	u.s.mu.Unlock()
+	r := u.req()
+	r.h.mu.Lock()
+	c := clientGrant{key: r.key, token: u.token, n: r.n, grantRev: r.grantRev}
+	r.h.mu.Unlock()
 	g.mu.Lock()
 	g.grants = append(g.grants, c)
 	g.mu.Unlock()

@@ -66,7 +66,7 @@ func grantLease(ctx context.Context, cli *clientv3.Client, ttl, margin time.Dura
 	l.deadline = sent.Add(l.ttl - l.margin)
 	l.timer = time.AfterFunc(time.Until(l.deadline), func() { l.checkDeadline(onLost) })
 	l.mu.Unlock()
-	go l.keepAlive(cli)
+	go l.keepAlive(cli, sent)
 	return l, nil
 }
 
@@ -115,14 +115,17 @@ func (l *lease) err() error {
 	return l.cause
 }
 
-// keepAlive renews the lease every third of its TTL, and again shortly after a
-// renewal fails, until the lease is lost or closed. Renewals run concurrently,
+// keepAlive renews the lease every third of its TTL, counted from granted (the
+// send of the grant, from which the first deadline counts: over a slow link
+// the first renewal is sent as soon as the grant's reply arrives, not a third
+// of the TTL after it), and again shortly after a renewal fails, until the
+// lease is lost or closed. Renewals run concurrently,
 // each bounded by the TTL: a slow reply still counts (from its own send time),
 // and a connection that went silent does not hold back the next attempt, which
 // the client may send over another connection. The deadline moves to
 // sent+TTL-margin of each acknowledged renewal, where sent is taken before the
 // request leaves, and only ever moves later.
-func (l *lease) keepAlive(cli *clientv3.Client) {
+func (l *lease) keepAlive(cli *clientv3.Client, granted time.Time) {
 	defer close(l.done)
 	ctx, cancel := context.WithCancel(context.Background())
 	var attempts sync.WaitGroup
@@ -131,7 +134,7 @@ func (l *lease) keepAlive(cli *clientv3.Client) {
 	interval := l.ttl / 3
 	retry := min(l.ttl/20, 100*time.Millisecond)
 	failed := make(chan struct{}, 1)
-	next := time.NewTimer(interval)
+	next := time.NewTimer(time.Until(granted.Add(interval)))
 	defer next.Stop()
 	for {
 		select {

@@ -2,6 +2,7 @@ package etcdsem
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"net"
 	"net/url"
@@ -24,8 +25,19 @@ const etcdChildEnv = "ETCDSEM_TEST_RUN_ETCD"
 
 func TestMain(m *testing.M) {
 	if os.Getenv(etcdChildEnv) == "1" {
+		watchParent()
 		etcdmain.Main(os.Args)
 		os.Exit(0)
+	}
+	flag.Parse()
+	if to := flag.Lookup("test.timeout").Value.(flag.Getter).Get().(time.Duration); to > 0 {
+		// A test that never ends runs no cleanup: kill the processes the
+		// tests started before the binary's timeout ends it.
+		margin := min(to/10, 30*time.Second)
+		time.AfterFunc(to-margin, func() {
+			n := killChildren()
+			fmt.Fprintf(os.Stderr, "etcdsem tests: %v of the %v timeout passed: killed %d child process groups\n", to-margin, to, n)
+		})
 	}
 	code := m.Run()
 	if sharedEtcd != nil {
@@ -67,8 +79,9 @@ func freeURL(t testing.TB) url.URL {
 }
 
 // startEmbedded starts a single-member etcd in this process with short
-// election timing (so the shortest lease TTL is 1s) in dir.
-func startEmbedded(t testing.TB, dir string) (*embed.Etcd, error) {
+// election timing (so the shortest lease TTL is 1s) in dir, configured
+// further by each of with.
+func startEmbedded(t testing.TB, dir string, with ...func(*embed.Config)) (*embed.Etcd, error) {
 	cfg := embed.NewConfig()
 	cfg.Name = "m0"
 	cfg.Dir = dir
@@ -78,6 +91,9 @@ func startEmbedded(t testing.TB, dir string) (*embed.Etcd, error) {
 	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
 	cfg.TickMs, cfg.ElectionMs = 50, 500
 	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
+	for _, f := range with {
+		f(cfg)
+	}
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {
 		return nil, err
@@ -158,9 +174,9 @@ func testCtx(t testing.TB, d time.Duration) context.Context {
 // debugState describes a handle's mirror and requests, for failing tests. Its
 // RPCs run outside the handle's lock.
 func (s *Semaphore) debugState() string {
+	l := s.sess.current()
 	s.mu.Lock()
-	l := s.lease
-	out := fmt.Sprintf("handle %s: rev %d cap %d broken %v lease %p\n", s.cfg.clientTag, s.q.rev, s.q.capacity, s.q.broken, l)
+	out := fmt.Sprintf("handle %s: rev %d cap %d broken %v lease %p\n", s.clientTag, s.q.rev, s.q.capacity, s.q.broken, l)
 	for _, k := range s.q.keys {
 		out += fmt.Sprintf("  key %s rev %d n %d state %d grantRev %d\n", k.key, k.createRev, k.n, k.state, k.grantRev)
 	}
@@ -173,7 +189,7 @@ func (s *Semaphore) debugState() string {
 		out += fmt.Sprintf("  lease %x deadline in %v cause %v\n", int64(l.id), time.Until(l.deadline), l.cause)
 		l.mu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-		ttl, err := s.cli.TimeToLive(ctx, l.id)
+		ttl, err := s.sess.cli.TimeToLive(ctx, l.id)
 		cancel()
 		if err == nil {
 			out += fmt.Sprintf("  server TTL %d\n", ttl.TTL)
@@ -182,7 +198,7 @@ func (s *Semaphore) debugState() string {
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-	resp, err := s.cli.Get(ctx, s.qprefix, clientv3.WithPrefix())
+	resp, err := s.sess.cli.Get(ctx, s.qprefix, clientv3.WithPrefix())
 	cancel()
 	if err == nil {
 		for _, kv := range resp.Kvs {
@@ -191,3 +207,10 @@ func (s *Semaphore) debugState() string {
 	}
 	return out
 }
+
+// req returns the request plain-mode units hold: their key.
+func (u *Units) req() *request { return u.hold.(*request) }
+
+// localWaiters returns the number of s's callers waiting for units of its
+// blocks.
+func localWaiters(s *Semaphore) int { return s.pool.ep.Load().local.Waiters() }

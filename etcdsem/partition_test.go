@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fairsem/semaphore/internal/fulltest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -16,6 +17,7 @@ import (
 // (Lost closes) strictly before anyone else can be granted them: before the
 // server deletes its key, which every other grant waits for.
 func TestPartition_LostClosesBeforeTheNextGrant(t *testing.T) {
+	fulltest.Fault(t)
 	ep := sharedEndpoint(t)
 	name := testName(t)
 	px := newProxy(t, ep)
@@ -37,7 +39,7 @@ func TestPartition_LostClosesBeforeTheNextGrant(t *testing.T) {
 		go func() {
 			for resp := range wch {
 				for _, ev := range resp.Events {
-					if ev.Type == mvccpb.DELETE && ev.Kv.ModRevision > h.Token() && strings.HasSuffix(string(ev.Kv.Key), h.r.key[strings.LastIndex(h.r.key, "/"):]) {
+					if ev.Type == mvccpb.DELETE && ev.Kv.ModRevision > h.Token() && strings.HasSuffix(string(ev.Kv.Key), h.req().key[strings.LastIndex(h.req().key, "/"):]) {
 						deleted <- time.Now()
 						return
 					}
@@ -55,8 +57,8 @@ func TestPartition_LostClosesBeforeTheNextGrant(t *testing.T) {
 		waitWaiters(t, b, 1)
 
 		// Let a renewal through first, so the loss is counted from one.
-		first := deadlineOf(h.r.lease)
-		require.Eventually(t, func() bool { return deadlineOf(h.r.lease).After(first) }, 10*time.Second, 10*time.Millisecond)
+		first := deadlineOf(h.req().lease)
+		require.Eventually(t, func() bool { return deadlineOf(h.req().lease).After(first) }, 10*time.Second, 10*time.Millisecond)
 		px.hold(true, true)
 		heldAt := time.Now()
 		var lostAt time.Time
@@ -91,6 +93,7 @@ func TestPartition_LostClosesBeforeTheNextGrant(t *testing.T) {
 // Renewals keep units: a holder keeps them for several TTLs, and each renewal
 // moves the loss deadline to its send time plus the TTL minus the margin.
 func TestLease_RenewalsKeepUnitsPastTheTTL(t *testing.T) {
+	fulltest.Long(t)
 	// A TTL long enough that a renewal (every third of it) gets through on a
 	// loaded machine under the race detector; the margin leaves 3s per renewal.
 	const ttl, margin = 4 * time.Second, time.Second
@@ -102,7 +105,7 @@ func TestLease_RenewalsKeepUnitsPastTheTTL(t *testing.T) {
 	u, err := s.Acquire(ctx, 1)
 	require.NoError(t, err)
 	log.add(u)
-	l := u.r.lease
+	l := u.req().lease
 	first := deadlineOf(l)
 	// Until renewals have moved the deadline a whole TTL on, past the first
 	// lease's expiry (its deadline plus the margin): the units outlive one TTL.
@@ -129,6 +132,41 @@ func TestLease_RenewalsKeepUnitsPastTheTTL(t *testing.T) {
 	require.NoError(t, u.Release(ctx))
 }
 
+// Over a link slower than a third of the TTL, a lease is renewed in time
+// from its grant on: the first renewal goes as soon as the grant's reply
+// arrives (a third of the TTL after the grant's send, or at once if that has
+// passed), not a third of the TTL after the reply, so the first deadline,
+// counted from the grant's send, is met; the units are kept for three TTLs.
+func TestLease_ASlowLinkKeepsTheLeaseFromItsGrant(t *testing.T) {
+	fulltest.Fault(t)
+	ep := sharedEndpoint(t)
+	name := testName(t)
+	log := &grantLog{}
+	checkHistoryAtEnd(t, ep, name, log)
+	px := newProxy(t, ep)
+	// Each reply takes 2.5s: a renewal sent as the grant's reply arrives is
+	// acknowledged 5s after the grant's send, within the TTL less the margin
+	// (5.8s); one sent a third of the TTL later is not.
+	const ttl = 6 * time.Second
+	s := newSem(t, newClient(t, px.endpoint()), name, WithCapacity(1), WithTTL(ttl), WithSafetyMargin(200*time.Millisecond))
+	t.Cleanup(func() { px.delay(0) }) // before s's Close
+	px.delay(2500 * time.Millisecond)
+	ctx := testCtx(t, time.Minute)
+	u, err := s.Acquire(ctx, 1) // the lease is granted over the slow link
+	require.NoError(t, err)
+	log.add(u)
+	assert.Never(t, func() bool {
+		select {
+		case <-u.Lost():
+			return true
+		default:
+			return false
+		}
+	}, 3*ttl, 50*time.Millisecond, "the units are lost over a link that renews in time: %v", u.Err())
+	px.delay(0)
+	require.NoError(t, u.Release(ctx))
+}
+
 func deadlineOf(l *lease) time.Time {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -138,6 +176,7 @@ func deadlineOf(l *lease) time.Time {
 // WithSemaphore cancels fn's context, with a cause wrapping ErrLost, when the
 // units are lost.
 func TestWithSemaphore_LossCancelsFnContext(t *testing.T) {
+	fulltest.Fault(t)
 	ep := sharedEndpoint(t)
 	name := testName(t)
 	log := &grantLog{}

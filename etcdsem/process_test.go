@@ -20,7 +20,7 @@ import (
 )
 
 // etcdProc is a real etcd server process: this test binary re-run as etcd
-// (see TestMain), killed with the test process if that dies (Pdeathsig).
+// (see TestMain), which never outlives the test (children_test.go).
 type etcdProc struct {
 	t      testing.TB
 	name   string
@@ -76,8 +76,7 @@ func (p *etcdProc) start() {
 	p.cmd.Args[0] = p.args[0]
 	p.cmd.Env = append(os.Environ(), etcdChildEnv+"=1")
 	p.cmd.Stdout, p.cmd.Stderr = logf, logf
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	require.NoError(p.t, p.cmd.Start())
+	require.NoError(p.t, startChild(p.t, p.cmd))
 	p.wait = make(chan error, 1)
 	go func(cmd *exec.Cmd, ch chan error) { ch <- cmd.Wait() }(p.cmd, p.wait)
 }
@@ -87,8 +86,7 @@ func (p *etcdProc) kill() {
 	if p.cmd == nil {
 		return
 	}
-	_ = p.cmd.Process.Signal(syscall.SIGCONT)
-	_ = p.cmd.Process.Kill()
+	killGroup(p.cmd.Process.Pid) // SIGKILL ends it stopped or not
 	<-p.wait
 	p.cmd = nil
 }

@@ -1,11 +1,11 @@
 package etcdsem
 
 import (
-	"io"
 	"net"
 	"net/url"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -22,6 +22,7 @@ type proxy struct {
 	mu    sync.Mutex
 	up    chan struct{} // closed while client-to-server traffic flows
 	down  chan struct{} // closed while server-to-client traffic flows
+	slow  time.Duration // how long server-to-client bytes take: a slow link
 	conns map[net.Conn]struct{}
 	done  bool
 }
@@ -65,8 +66,8 @@ func (p *proxy) accept() {
 		p.conns[c], p.conns[s] = struct{}{}, struct{}{}
 		p.mu.Unlock()
 		p.wg.Add(2)
-		go p.pipe(s, c, func() chan struct{} { return p.gate(&p.up) })
-		go p.pipe(c, s, func() chan struct{} { return p.gate(&p.down) })
+		go p.pipe(s, c, func() chan struct{} { return p.gate(&p.up) }, func() time.Duration { return 0 })
+		go p.pipe(c, s, func() chan struct{} { return p.gate(&p.down) }, p.latency)
 	}
 }
 
@@ -76,27 +77,61 @@ func (p *proxy) gate(ch *chan struct{}) chan struct{} {
 	return *ch
 }
 
-// pipe copies src to dst, waiting at the gate before each write.
-func (p *proxy) pipe(dst, src net.Conn, gate func() chan struct{}) {
+func (p *proxy) latency() time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.slow
+}
+
+// A chunk is bytes read from one side, with the time they were read.
+type chunk struct {
+	b  []byte
+	at time.Time
+}
+
+// pipe copies src to dst: each chunk read waits at the gate, and until the
+// link's latency has passed since it was read, before it is written. Chunks
+// keep their order, and the latency of one does not add to the next's.
+func (p *proxy) pipe(dst, src net.Conn, gate func() chan struct{}, latency func() time.Duration) {
 	defer p.wg.Done()
 	defer dst.Close()
 	defer src.Close()
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := src.Read(buf)
-		if n > 0 {
-			<-gate()
-			if _, werr := dst.Write(buf[:n]); werr != nil {
+	chunks := make(chan chunk, 1024)
+	done := make(chan struct{})
+	defer close(done)
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		defer close(chunks)
+		for {
+			buf := make([]byte, 32<<10)
+			n, err := src.Read(buf)
+			if n > 0 {
+				select {
+				case chunks <- chunk{buf[:n], time.Now()}:
+				case <-done:
+					return
+				}
+			}
+			if err != nil {
 				return
 			}
 		}
-		if err != nil {
-			if err != io.EOF {
-				return
-			}
+	}()
+	for c := range chunks {
+		<-gate()
+		time.Sleep(time.Until(c.at.Add(latency())))
+		if _, err := dst.Write(c.b); err != nil {
 			return
 		}
 	}
+}
+
+// delay makes server-to-client bytes take d to cross: a slow link.
+func (p *proxy) delay(d time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.slow = d
 }
 
 // hold stops forwarding: client-to-server if up, server-to-client if down.

@@ -27,9 +27,9 @@ import (
 // only make this handle's own keys wait longer than the rule requires, never
 // shorter. Keys created later are tracked exactly, from their first revision.
 //
-// All fields are guarded by Semaphore.mu.
+// All fields are guarded by handle.mu.
 type queue struct {
-	s        *Semaphore
+	h        *handle
 	rev      int64         // the last revision fully applied
 	advanced chan struct{} // closed and replaced whenever rev moves
 	keys     []*qkey       // in create-revision order
@@ -63,8 +63,8 @@ type qkey struct {
 	deadAs    semaphore.Outcome // how its acquire ended: Broken or TooLarge (keyDead)
 }
 
-func (q *queue) init(s *Semaphore) {
-	q.s = s
+func (q *queue) init(h *handle) {
+	q.h = h
 	q.advanced = make(chan struct{})
 	q.byKey = make(map[string]*qkey)
 }
@@ -108,15 +108,15 @@ func (q *queue) applyEvents(evs []*clientv3.Event) {
 func (q *queue) put(kv *mvccpb.KeyValue) {
 	key := string(kv.Key)
 	switch {
-	case key == q.s.capKey:
+	case key == q.h.capKey:
 		c, err := strconv.ParseInt(string(kv.Value), 10, 64)
 		if err != nil || c < 0 {
 			c = 0 // a malformed capacity grants nothing
 		}
 		q.capacity, q.capRev = c, kv.ModRevision
-	case key == q.s.brokenKey:
+	case key == q.h.brokenKey:
 		q.broken, q.reason = true, string(kv.Value)
-	case strings.HasPrefix(key, q.s.qprefix):
+	case strings.HasPrefix(key, q.h.qprefix):
 		n, created, client := parseValue(kv.Value)
 		if k := q.byKey[key]; k != nil && k.createRev == kv.CreateRevision {
 			k.n = n
@@ -125,16 +125,16 @@ func (q *queue) put(kv *mvccpb.KeyValue) {
 		k := &qkey{key: key, createRev: kv.CreateRevision, n: n, lease: kv.Lease, created: created, client: client}
 		q.byKey[key] = k
 		q.keys = append(q.keys, k) // created now, so after every key present
-		q.s.keyCreated(k)
+		q.h.keyCreated(k)
 	}
 }
 
 // delete applies a delete of any key of the semaphore.
 func (q *queue) delete(key string) {
 	switch {
-	case key == q.s.capKey:
+	case key == q.h.capKey:
 		q.capacity, q.capRev = 0, 0
-	case key == q.s.brokenKey:
+	case key == q.h.brokenKey:
 		q.broken, q.reason = false, ""
 	default:
 		k := q.byKey[key]
@@ -148,7 +148,7 @@ func (q *queue) delete(key string) {
 				break
 			}
 		}
-		q.s.keyDeleted(k)
+		q.h.keyDeleted(k)
 	}
 }
 
@@ -162,14 +162,14 @@ func (q *queue) settle(rev int64) {
 		case keyWaiting:
 			switch {
 			case q.broken:
-				k.state, k.dead, k.deadAs = keyDead, fmt.Errorf("broken: %s: %w", q.reason, semaphore.ErrBroken), semaphore.Broken
+				k.state, k.dead, k.deadAs = keyDead, fmt.Errorf("broken: %q: %w", q.reason, semaphore.ErrBroken), semaphore.Broken
 			case k.n > q.capacity:
 				k.state, k.dead, k.deadAs = keyDead, fmt.Errorf("capacity shrunk to %d: %w", q.capacity, semaphore.ErrTooLarge), semaphore.TooLarge
 			case addSat(sum, k.n) <= q.capacity:
 				k.state, k.grantRev = keyGranted, rev
 			}
 			if k.state != keyWaiting {
-				q.s.keySettled(k)
+				q.h.keySettled(k)
 			}
 			if k.state == keyDead {
 				continue

@@ -28,8 +28,7 @@ func FuzzQueueRule(f *testing.F) {
 	f.Add([]byte{2, 5, 0, 3, 0, 2, 2, 1, 1, 0, 0, 1})
 	f.Add([]byte{0, 1, 3, 0, 0, 2, 4, 0, 2, 2})
 	f.Fuzz(func(t *testing.T, ops []byte) {
-		s := &Semaphore{name: "f", keyLayout: keysOf("f"), mine: map[string]*request{}, closed: true}
-		s.q.init(s)
+		s := replayHandle("f")
 		var (
 			model    []*modelKey
 			capacity int64

@@ -28,7 +28,7 @@ func TestRelease_NeverDeletesANewerKeyOfTheSameName(t *testing.T) {
 	u, err := b.Acquire(ctx, 1)
 	require.NoError(t, err)
 	log.add(u)
-	key := u.r.key
+	key := u.req().key
 	old, err := direct.Get(ctx, key)
 	require.NoError(t, err)
 	require.Len(t, old.Kvs, 1)

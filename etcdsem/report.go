@@ -42,65 +42,70 @@ type callers struct {
 	granted               uint64
 }
 
-// callersNow reads the pool's callers.
-func (p *blockPool) callersNow() callers {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.callersLocked()
-}
-
-// callersLocked reads the pool's callers. p.mu is held.
-func (p *blockPool) callersLocked() callers {
-	ep := p.ep.Load()
-	c := callers{
-		holders: int(ep.holds.Load()), held: ep.inUse.Load(),
-		awaited: p.waitUnits, blocks: p.ledger.local(), granted: p.granted.Load(),
+// callers reads the pool's callers: those of every epoch still holding
+// units, and those waiting.
+func (p *blockPool) callers() callers {
+	waiters, awaited, _ := p.waiting.read()
+	c := callers{waiters: waiters, awaited: awaited, granted: p.granted.Load()}
+	l := &p.ledger
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, ep := range append([]*epoch{p.ep.Load()}, l.retired...) {
+		c.holders += int(ep.holds.Load())
+		c.held += ep.inUse.Load()
 	}
-	for _, w := range p.queue {
-		if !w.reclaim {
-			c.waiters++
-		}
+	for _, b := range l.blocks {
+		c.blocks += b.kept
 	}
 	return c
+}
+
+// reportState is the handle's report as last written, owned by the manager.
+type reportState struct {
+	said   callers          // what the last report written says
+	on     clientv3.LeaseID // the lease it was written under; 0 before the first
+	at     time.Time        // when it was written
+	failed bool             // the last write failed: the next is tried at the idle tick
 }
 
 // publish writes the handle's report if it is due: at once on a lease it has
 // not written on (its last report went with its old lease) once it has held
 // a block or had callers waiting, and otherwise when its callers changed and
-// reportPause has passed since the last write. It runs on the manager, which owns the report's
-// fields; a failed write is tried again at the next idle tick.
-func (p *blockPool) publish(idle bool) {
-	if p.reportFailed && !idle {
+// reportPause has passed since the last write. It runs on the manager, which
+// owns the report's state; a failed write is tried again at the next idle
+// tick.
+func (m *blockManager) publish(idle bool) {
+	r, h := &m.report, m.p.h
+	if r.failed && !idle {
 		return
 	}
-	p.s.mu.Lock()
-	l := p.s.lease
-	p.s.mu.Unlock()
+	l := h.sess.current()
 	if l == nil {
 		return // no lease to write under: the next one is written at once
 	}
-	c := p.callersNow()
+	c := m.p.callers()
 	switch {
-	case l.id != p.reportedOn:
-		if p.reportedOn == 0 && c.blocks == 0 && c.waiters == 0 {
+	case l.id != r.on:
+		if r.on == 0 && c.blocks == 0 && c.waiters == 0 {
 			return // no block and no caller yet: nothing to show
 		}
-	case c == p.reported || time.Since(p.reportedAt) < reportPause:
+	case c == r.said || time.Since(r.at) < reportPause:
 		return
 	}
 	now := time.Now()
-	ctx, cancel := context.WithTimeout(p.s.bgCtx, p.s.attemptTimeout())
-	_, err := p.s.cli.Put(ctx, p.s.reportKey(l.id), formatReport(c, now, p.s.cfg.clientTag), clientv3.WithLease(l.id))
+	ctx, cancel := m.rpc.context(h.sess.ctx)
+	_, err := h.sess.cli.Put(ctx, h.reportKey(l.id), formatReport(c, now, h.clientTag), clientv3.WithLease(l.id))
+	m.rpc.ended(ctx, err)
 	cancel()
-	p.reportFailed = err != nil
+	r.failed = err != nil
 	if err == nil {
-		p.reported, p.reportedOn, p.reportedAt = c, l.id, now
+		r.said, r.on, r.at = c, l.id, now
 	}
 }
 
 // readReports reads every handle's report, with the revision read at.
-func (s *Semaphore) readReports(ctx context.Context) ([]Report, int64, error) {
-	resp, err := s.cli.Get(ctx, s.rprefix, clientv3.WithPrefix())
+func (h *handle) readReports(ctx context.Context) ([]Report, int64, error) {
+	resp, err := h.sess.cli.Get(ctx, h.rprefix, clientv3.WithPrefix())
 	if err != nil {
 		return nil, 0, err
 	}

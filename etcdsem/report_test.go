@@ -57,7 +57,7 @@ func TestReports_EachBlockModeHandleReportsItsCallers(t *testing.T) {
 	}
 	// The capacity is taken: a's next two callers wait.
 	w1, w2 := startWaiting(ctx, a, 1), startWaiting(ctx, a, 1)
-	waitFor(t, "a's two callers wait", func() bool { return a.blocks.nwait.Load() == 2 })
+	waitFor(t, "a's two callers wait", func() bool { return localWaiters(a) == 2 })
 
 	waitFor(t, "a reports 3 callers holding and 2 waiting", func() bool {
 		r, ok := reportOf(t, plain, "a")

@@ -1,24 +1,22 @@
 package etcdsem
 
 import (
-	"context"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
-
-	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // request is one acquire by this handle, from before its key is written until
 // the key is gone. Guarded by Semaphore.mu, except the fixed fields.
 type request struct {
 	// fixed at creation
-	key   string
-	lease *lease
-	done  chan struct{} // closed when state leaves stateWaiting
-	lost  chan struct{} // closed when held units are lost (markLost)
-	born  time.Time     // written into the key, for Stats' ages
+	h      *handle
+	key    string
+	lease  *lease
+	done   chan struct{} // closed when state leaves stateWaiting
+	lostCh chan struct{} // closed when held units are lost (markLost)
+	born   time.Time     // written into the key, for Stats' ages
 
 	n         int64 // units asked for, then held (Return lowers it)
 	createRev int64 // the key's create revision (the token); 0 until known
@@ -57,7 +55,7 @@ func (r *request) markLost(cause error) {
 		return
 	}
 	r.state, r.err = stateLost, cause
-	close(r.lost)
+	close(r.lostCh)
 }
 
 // newRequest registers a request for n units on lease l before its key is
@@ -65,54 +63,58 @@ func (r *request) markLost(cause error) {
 // before the write's reply arrives. It returns nil, registering nothing, if l
 // is no longer the handle's lease: l was lost after the caller got it, and its
 // loss, which told every request on l then, would never tell this one; the
-// caller takes the current lease instead. s.mu must be held.
-func (s *Semaphore) newRequestLocked(l *lease, n int64) *request {
-	if l != s.lease {
+// caller takes the current lease instead. h.mu must be held.
+func (h *handle) newRequestLocked(l *lease, n int64) *request {
+	// The loss is declared (err) before the handle is told (leaseLost, under
+	// mu): a request registered before that telling is told, and one after
+	// sees the loss here.
+	if l.err() != nil {
 		return nil
 	}
-	s.seq++
+	h.seq++
 	r := &request{
-		key:   s.keyPrefix(l) + strconv.FormatUint(s.seq, 16),
-		lease: l,
-		n:     n,
-		done:  make(chan struct{}),
-		lost:  make(chan struct{}),
-		born:  time.Now(),
+		h:      h,
+		key:    h.keyPrefix(l) + strconv.FormatUint(h.seq, 16),
+		lease:  l,
+		n:      n,
+		done:   make(chan struct{}),
+		lostCh: make(chan struct{}),
+		born:   time.Now(),
 	}
-	s.mine[r.key] = r
+	h.mine[r.key] = r
 	return r
 }
 
 // keyPrefix is the prefix of the keys written on lease l: one lease per
 // handle, so it is the handle's too.
-func (s *Semaphore) keyPrefix(l *lease) string {
-	return fmt.Sprintf("%s%016x-", s.qprefix, int64(l.id))
+func (h *handle) keyPrefix(l *lease) string {
+	return fmt.Sprintf("%s%016x-", h.qprefix, int64(l.id))
 }
 
 // keyCreated links a key seen by the watch to this handle's request, and
-// removes a key whose caller already gave up. s.mu is held.
-func (s *Semaphore) keyCreated(k *qkey) {
-	r := s.mine[k.key]
+// removes a key whose caller already gave up. h.mu is held.
+func (h *handle) keyCreated(k *qkey) {
+	r := h.mine[k.key]
 	if r == nil {
 		// A key of this handle's lease that no request owns: a write whose
 		// caller is long done (released, failed) landed late, e.g. a request
 		// a frozen server executed after the client had retried it elsewhere.
 		// Left alone it would hold units for as long as the lease lives.
-		if s.lease != nil && strings.HasPrefix(k.key, s.keyPrefix(s.lease)) {
-			s.deleteLater(k.key, k.createRev)
+		if l := h.sess.current(); l != nil && strings.HasPrefix(k.key, h.keyPrefix(l)) {
+			h.sess.deleteLater(k.key, k.createRev)
 		}
 		return
 	}
 	r.createRev = k.createRev
 	if r.state == stateAbandoned || r.state == stateFailed {
-		s.deleteLater(k.key, k.createRev)
+		h.sess.deleteLater(k.key, k.createRev)
 	}
 }
 
 // keySettled reports the rule's decision on a key to this handle's request.
-// s.mu is held.
-func (s *Semaphore) keySettled(k *qkey) {
-	r := s.mine[k.key]
+// h.mu is held.
+func (h *handle) keySettled(k *qkey) {
+	r := h.mine[k.key]
 	if r == nil {
 		return
 	}
@@ -121,58 +123,29 @@ func (s *Semaphore) keySettled(k *qkey) {
 		r.grantRev = k.grantRev
 		r.finish(stateHeld, nil)
 	case k.state == keyDead && r.state == stateWaiting:
-		r.finish(stateFailed, s.fail(acquireCall(r.n), k.deadAs, k.dead.Error(), k.dead))
-		s.deleteLater(k.key, k.createRev)
+		r.finish(stateFailed, h.fail(acquireCall(r.n), k.deadAs, k.dead.Error(), k.dead))
+		h.sess.deleteLater(k.key, k.createRev)
 	case r.state == stateAbandoned:
 		// A grant that raced the caller's cancellation: delete the key so the
 		// units pass on, as in-process.
-		s.deleteLater(k.key, k.createRev)
+		h.sess.deleteLater(k.key, k.createRev)
 	}
 }
 
-// keyDeleted reports the deletion of a key to this handle's request. s.mu is
+// keyDeleted reports the deletion of a key to this handle's request. h.mu is
 // held.
-func (s *Semaphore) keyDeleted(k *qkey) {
-	r := s.mine[k.key]
+func (h *handle) keyDeleted(k *qkey) {
+	r := h.mine[k.key]
 	if r == nil || r.createRev != 0 && r.createRev != k.createRev {
 		return
 	}
 	switch r.state {
 	case stateWaiting:
-		r.finish(stateFailed, s.fail(acquireCall(r.n), nil, "the waiting key was deleted: "+ErrLost.Error(), ErrLost))
+		r.finish(stateFailed, h.fail(acquireCall(r.n), nil, "the waiting key was deleted: "+ErrLost.Error(), ErrLost))
 	case stateHeld:
 		r.markLost(fmt.Errorf("key %s deleted by someone else: %w", k.key, ErrLost))
 	case stateReleasing:
 		r.state = stateReleased
 	}
-	delete(s.mine, k.key)
-}
-
-// deleteLater deletes key if its create revision is still createRev, on a
-// goroutine that retries until it succeeds or the handle closes (closing
-// revokes the lease, which deletes the key anyway). The guard keeps a retried
-// delete from deleting a newer key of the same name. s.mu is held.
-func (s *Semaphore) deleteLater(key string, createRev int64) {
-	if s.closed {
-		return
-	}
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		ctx := s.bgCtx
-		for ctx.Err() == nil {
-			actx, cancel := context.WithTimeout(ctx, s.cfg.ttl/3)
-			_, err := s.cli.Txn(actx).
-				If(clientv3.Compare(clientv3.CreateRevision(key), "=", createRev)).
-				Then(clientv3.OpDelete(key)).Commit()
-			cancel()
-			if err == nil {
-				return
-			}
-			select {
-			case <-ctx.Done():
-			case <-time.After(100 * time.Millisecond):
-			}
-		}
-	}()
+	delete(h.mine, k.key)
 }

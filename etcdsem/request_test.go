@@ -13,14 +13,12 @@ import (
 // granted by a server that has not expired the lease yet, would be lost
 // without Lost closing. The caller takes a new lease instead.
 func TestNewRequest_NeverOnALeaseAlreadyLost(t *testing.T) {
-	s := &Semaphore{name: "r", keyLayout: keysOf("r"), mine: map[string]*request{}}
+	h := replayHandle("r")
 	l := &lease{id: 1}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.lease = l
-	assert.NotNil(t, s.newRequestLocked(l, 1), "registered on the handle's lease")
-	l.cause = fmt.Errorf("lease 1 not renewed: %w", ErrLost)
-	s.lease = nil // leaseLost told the one request on l
-	assert.Nil(t, s.newRequestLocked(l, 1))
-	assert.Len(t, s.mine, 1, "nothing more registered")
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	assert.NotNil(t, h.newRequestLocked(l, 1), "registered on a lease not lost")
+	l.cause = fmt.Errorf("lease 1 not renewed: %w", ErrLost) // declared lost; the handle is told next, under its lock
+	assert.Nil(t, h.newRequestLocked(l, 1))
+	assert.Len(t, h.mine, 1, "nothing more registered")
 }

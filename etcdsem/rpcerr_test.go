@@ -10,10 +10,12 @@ import (
 	"time"
 
 	"github.com/fairsem/semaphore"
+	"github.com/fairsem/semaphore/internal/fulltest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -63,6 +65,34 @@ func TestAcquire_RequestEtcdRefusesEndsTheCall(t *testing.T) {
 	_, ok := semaphore.OutcomeOf(err)
 	assert.False(t, ok, "etcd's refusal is no outcome of the semaphore")
 	assert.True(t, noQueueKeys(t, cli, s.Name()), "nothing was written")
+}
+
+// An acquire etcd refuses ends with etcd's refusal even when every reply
+// takes longer than one attempt (a slow link, a busy server): each attempt
+// the reply outlasts is followed by one twice as long, up to the lease TTL,
+// rather than by the same one again until the caller's context ends.
+func TestAcquire_RefusalSlowerThanAnAttemptStillEndsTheCall(t *testing.T) {
+	fulltest.Fault(t)
+	// A server of its own that refuses requests above 16 KiB, so that the
+	// refused request is small: a large one would fill the slow link.
+	e, err := startEmbedded(t, t.TempDir(), func(cfg *embed.Config) { cfg.MaxRequestBytes = 16 << 10 })
+	require.NoError(t, err)
+	t.Cleanup(e.Close)
+	px := newProxy(t, e.Config().ListenClientUrls[0].String())
+	cli := newClient(t, px.endpoint())
+	// One attempt is a third of the TTL, 2s; each reply takes 2.5s, which the
+	// lease's renewals keep up with (see TestLease_ASlowLinkKeepsTheLeaseFromItsGrant).
+	s := newSem(t, cli, testName(t), WithCapacity(1), WithTTL(6*time.Second), WithSafetyMargin(200*time.Millisecond),
+		WithClientName(strings.Repeat("c", 20<<10)))
+	t.Cleanup(func() { px.delay(0) }) // before s's Close
+	px.delay(2500 * time.Millisecond)
+	ctx := testCtx(t, 30*time.Second)
+	start := time.Now()
+	_, err = s.Acquire(ctx, 1)
+	require.Error(t, err)
+	assert.ErrorIs(t, err, rpctypes.ErrRequestTooLarge, "ended by etcd's refusal")
+	assert.NoError(t, ctx.Err(), "not by the context")
+	t.Logf("refused after %v", time.Since(start).Round(time.Millisecond))
 }
 
 // Close ends every call of the handle that waits on etcd, with ErrClosed,

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"os"
 	"strconv"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/fairsem/semaphore"
@@ -27,26 +25,17 @@ import (
 // first acquire and replaced if lost. It is safe for concurrent use. Close it
 // when done: that gives back every unit it holds.
 type Semaphore struct {
-	// fixed after New
-	cli       *clientv3.Client
-	name      string
-	keyLayout // where the keys are; see keys.go
-	cfg       config
-	blocks    *blockPool // block mode's callers and blocks; nil in plain mode
-	stopWatch context.CancelFunc
-	bgCtx     context.Context // done when the handle closes
-	wg        sync.WaitGroup  // the watch goroutine and background key deletions
+	*handle            // the semaphore's keys as this process sees and writes them
+	acq     acquirer   // grants the callers: the handle (a key per acquire), or its block pool
+	pool    *blockPool // block mode (WithBlocks): callers granted from blocks of the handle; nil in plain mode
+}
 
-	mu     sync.Mutex
-	closed bool   // guarded by mu; terminal
-	lease  *lease // guarded by mu; nil before the first acquire and after a loss
-	seq    uint64 // guarded by mu; numbers this handle's keys
-	mine   map[string]*request
-	q      queue // guarded by mu: the mirror of the keys in etcd and the grant rule
-
-	// granting is closed when the grant of a lease in flight ends; nil when
-	// none is. Guarded by mu.
-	granting chan struct{}
+// An acquirer grants a Semaphore's callers their units: its handle in plain
+// mode, a key per acquire, and in block mode its block pool, from blocks that
+// are the handle's acquires.
+type acquirer interface {
+	acquire(ctx context.Context, n int64) (*Units, error)
+	tryAcquire(ctx context.Context, n int64) (*Units, bool, error)
 }
 
 // New returns a handle on the semaphore name, reading its state from etcd (with
@@ -73,71 +62,105 @@ func New(ctx context.Context, cli *clientv3.Client, name string, opts ...Option)
 	if cfg.margin < 0 {
 		cfg.margin = max(cfg.ttl/10, 500*time.Millisecond)
 	}
-	s := &Semaphore{
-		cli:       cli,
-		name:      name,
-		keyLayout: keysOf(name),
-		cfg:       cfg,
-		mine:      make(map[string]*request),
-	}
-	s.q.init(s)
-	if n := len(s.prefix) - 1; n > MaxNameLen {
-		return nil, s.fail(opCall("new"), nil, fmt.Sprintf("the name takes %d bytes in its keys, more than MaxNameLen (%d): %v",
+	var h *handle
+	sess := newSession(cli, cfg, func(l *lease) { h.leaseLost(l) })
+	h = newHandle(sess, name, cfg.clientTag)
+	if n := len(h.prefix) - 1; n > MaxNameLen {
+		return nil, h.fail(opCall("new"), nil, fmt.Sprintf("the name takes %d bytes in its keys, more than MaxNameLen (%d): %v",
 			n, MaxNameLen, rpctypes.ErrRequestTooLarge), rpctypes.ErrRequestTooLarge)
 	}
 	if cfg.hasCap {
 		_, err := cli.Txn(ctx).
-			If(clientv3.Compare(clientv3.Version(s.capKey), "=", 0)).
-			Then(clientv3.OpPut(s.capKey, formatUnits(cfg.capacity))).Commit()
+			If(clientv3.Compare(clientv3.Version(h.capKey), "=", 0)).
+			Then(clientv3.OpPut(h.capKey, formatUnits(cfg.capacity))).Commit()
 		if err != nil {
-			return nil, s.rpcFailed(opCall("create"), err)
+			return nil, h.rpcFailed(opCall("create"), err)
 		}
 	}
-	resp, err := cli.Get(ctx, s.prefix, s.stateRange())
+	resp, err := cli.Get(ctx, h.prefix, h.stateRange())
 	if err != nil {
-		return nil, s.rpcFailed(opCall("read state"), err)
+		return nil, h.rpcFailed(opCall("read state"), err)
 	}
-	s.loadState(ctx, resp)
-	wctx, cancel := context.WithCancel(context.Background())
-	s.stopWatch, s.bgCtx = cancel, wctx
-	s.wg.Add(1)
-	go s.watch(wctx)
+	h.loadState(ctx, resp)
+	sess.watch(h.prefix, h.rprefix, h)
+	s := &Semaphore{handle: h, acq: h}
 	if cfg.blockSize > 0 {
-		s.blocks = newBlockPool(s, cfg.blockSize)
+		s.pool = newBlockPool(h, cfg.blockSize)
+		s.acq = s.pool
+		sess.spawn(newBlockManager(s.pool).run)
 	}
 	return s, nil
 }
 
-// loadState sets the mirror from a read of every key. A queue key present then
-// may be a holder kept by a shrinking Resize or a waiter: only the history can
-// tell, so loadState replays it from just before the oldest queue key was
-// created, through the rule. If that history is compacted, keys that do not fit
-// are counted but their state stays unknown (see queue).
-func (s *Semaphore) loadState(ctx context.Context, now *clientv3.GetResponse) {
-	oldest := int64(0)
-	for _, kv := range now.Kvs {
-		if strings.HasPrefix(string(kv.Key), s.qprefix) && (oldest == 0 || kv.CreateRevision < oldest) {
-			oldest = kv.CreateRevision
-		}
-	}
-	if oldest > 1 {
-		base, err := s.cli.Get(ctx, s.prefix, s.stateRange(), clientv3.WithRev(oldest-1))
-		if err == nil {
-			s.q.load(oldest-1, base.Kvs)
-			err = replay(ctx, s.cli, s.keyLayout, oldest, now.Header.Revision, s.q.applyEvents)
-			if err == nil {
-				s.q.advance(now.Header.Revision)
-				return
-			}
-		}
-		s.q = queue{}
-		s.q.init(s) // compacted or failed: start again from the current state
-	}
-	s.q.load(now.Header.Revision, now.Kvs)
-}
-
 // Name returns the semaphore's name.
 func (s *Semaphore) Name() string { return s.name }
+
+// Acquire takes n units, waiting in FIFO order behind every earlier acquire of
+// any handle, and returns them as Units tied to this handle's lease. It is
+// granted at once, in one round trip, when n units are free and nobody waits.
+//
+// It blocks until the units are granted or ctx ends. It fails, taking nothing
+// and holding nobody back, when ctx is already done, when n exceeds the
+// capacity (semaphore.ErrTooLarge), or when the semaphore is broken
+// (semaphore.ErrBroken). A waiter fails with ErrTooLarge if a Resize leaves n
+// above the capacity, with ErrBroken on Break, with ErrLost if its lease is lost
+// or its key deleted, and with ErrClosed on Close. When ctx ends it fails with
+// ctx's error (and semaphore.ErrTimedOut for a deadline), its key is deleted,
+// and if a grant raced the cancellation the units pass on to the next waiters.
+//
+// An RPC whose outcome is unknown (a timeout, a dropped connection) is retried
+// with the same key: if the first attempt was written, the retry finds it and
+// keeps its place. A request etcd refuses for good (too large, not permitted,
+// its database full) ends the call with etcd's error, and a lease the server no
+// longer knows with ErrLost. So every call ends: granted, refused, by ctx, by
+// the loss of its lease (within the TTL when etcd cannot be reached), or by
+// Close. Acquire never leaves a key behind when it fails.
+// In block mode (WithBlocks) it is granted from the handle's blocks.
+// It panics if n is negative or above semaphore.MaxUnits.
+func (s *Semaphore) Acquire(ctx context.Context, n int64) (*Units, error) {
+	s.checkUnits("Acquire", n)
+	return s.acq.acquire(ctx, n)
+}
+
+// AcquireTimeout is Acquire with a deadline d from now. On expiry it returns an
+// error matching semaphore.ErrTimedOut and context.DeadlineExceeded. If d <= 0
+// it does not wait: it succeeds when TryAcquire would, and otherwise returns
+// the timeout error.
+func (s *Semaphore) AcquireTimeout(ctx context.Context, d time.Duration, n int64) (*Units, error) {
+	if d <= 0 {
+		u, ok, err := s.TryAcquire(ctx, n)
+		if err != nil || ok {
+			return u, err
+		}
+		return nil, s.fail(acquireCall(n), semaphore.TimedOut, "timed out after "+d.String()+": "+context.DeadlineExceeded.Error(),
+			semaphore.ErrTimedOut, context.DeadlineExceeded)
+	}
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	return s.Acquire(ctx, n)
+}
+
+// TryAcquire takes n units if they are free and nobody waits, and reports
+// whether it did. It never jumps the queue and never appears in it: it decides
+// on this handle's view of the queue, then writes its key in a transaction that
+// fails if any queue key was written or the capacity or the broken state
+// changed since that view, so the key it writes is granted by the rule at its
+// creation. When its view was stale it catches up and tries again, a few times.
+// That comparison visits every key name the queue ever had that etcd has not
+// compacted away, so TryAcquire is slower than Acquire on a cluster that does
+// not compact.
+//
+// It blocks only on RPCs (bounded by ctx). It returns an error wrapping
+// semaphore.ErrBroken when broken, semaphore.ErrTooLarge when n exceeds the
+// capacity, ErrClosed after Close, or the RPC error; an RPC whose outcome is
+// unknown returns its error, and a key it may have written is deleted when the
+// watch sees it. In block mode (WithBlocks) it takes free units of the
+// handle's blocks, asking etcd for a block only when none are free. It
+// panics if n is negative or above semaphore.MaxUnits.
+func (s *Semaphore) TryAcquire(ctx context.Context, n int64) (*Units, bool, error) {
+	s.checkUnits("TryAcquire", n)
+	return s.acq.tryAcquire(ctx, n)
+}
 
 // Close gives back every unit this handle holds (by revoking its lease), ends
 // every call of the handle in flight (its waiters, and calls waiting on etcd)
@@ -146,143 +169,7 @@ func (s *Semaphore) Name() string { return s.name }
 // are not lost, and Lost does not close), Close returns nil, and every other
 // call fails with ErrClosed. Close waits at most the lease TTL for etcd; if etcd
 // cannot be reached the units come back when the lease expires.
-func (s *Semaphore) Close() error {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return nil
-	}
-	s.closed = true
-	l := s.lease
-	s.lease = nil
-	for key, r := range s.mine {
-		switch r.state {
-		case stateWaiting:
-			r.finish(stateFailed, s.closedError(acquireCall(r.n)))
-		case stateHeld, stateReleasing:
-			// Settled here, before the revocation deletes the keys: the watch
-			// would otherwise report the deletions as losses. The error is for
-			// an Acquire granted just now that has not returned yet.
-			r.state, r.err = stateClosed, s.closedError(acquireCall(r.n))
-		}
-		delete(s.mine, key)
-	}
-	s.mu.Unlock()
-	s.stopWatch() // ends every call in flight (see callContext)
-	var err error
-	if l != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), l.ttl)
-		err = l.close(ctx, s.cli)
-		cancel()
-	}
-	s.wg.Wait()
-	if err != nil {
-		return s.fail(opCall("close"), nil, "revoke lease: "+err.Error(), err)
-	}
-	return nil
-}
-
-// errIfClosed returns the error of c wrapping ErrClosed if the handle is
-// closed. A call that passed it before Close is ended by Close (see
-// callContext), but a write it sent may still land: the handle's state does
-// not guard etcd's.
-func (s *Semaphore) errIfClosed(c call) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return s.closedError(c)
-	}
-	return nil
-}
-
-// callContext returns a context for the RPCs and waits of one call on ctx: it
-// ends with ctx, and when the handle closes, with the cause ErrClosed, so that
-// Close ends every call in flight. stop releases it when the call returns.
-func (s *Semaphore) callContext(ctx context.Context) (cctx context.Context, stop func()) {
-	cctx, cancel := context.WithCancelCause(ctx)
-	unhook := context.AfterFunc(s.bgCtx, func() { cancel(ErrClosed) })
-	return cctx, func() {
-		unhook()
-		cancel(nil)
-	}
-}
-
-// currentLease returns the handle's lease, granting a new one if there is
-// none. The grant runs outside mu, so that no other call waits on it: one
-// caller grants while the others that need the lease wait for that grant, each
-// for as long as its own ctx lets it, and take over if it fails.
-func (s *Semaphore) currentLease(ctx context.Context) (*lease, error) {
-	for {
-		s.mu.Lock()
-		switch {
-		case s.closed:
-			s.mu.Unlock()
-			return nil, ErrClosed
-		case s.lease != nil:
-			l := s.lease
-			s.mu.Unlock()
-			return l, nil
-		case s.granting != nil:
-			ch := s.granting
-			s.mu.Unlock()
-			select {
-			case <-ch:
-				continue
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			}
-		}
-		done := make(chan struct{})
-		s.granting = done
-		s.mu.Unlock()
-
-		l, err := grantLease(ctx, s.cli, s.cfg.ttl, s.cfg.margin, s.leaseLost)
-		s.mu.Lock()
-		s.granting = nil
-		close(done)
-		switch {
-		case err != nil:
-			s.mu.Unlock()
-			return nil, err
-		case s.closed:
-			// Close did not see this lease: give it up here.
-			s.mu.Unlock()
-			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.attemptTimeout())
-			_ = l.close(rctx, s.cli)
-			cancel()
-			return nil, ErrClosed
-		case l.err() != nil:
-			s.mu.Unlock() // lost already: the grant took longer than the TTL less the margin
-			continue
-		}
-		s.lease = l
-		s.mu.Unlock()
-		return l, nil
-	}
-}
-
-// leaseLost runs once when l is lost: every request on it fails, every holder
-// on it is told.
-func (s *Semaphore) leaseLost(l *lease) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.lease == l {
-		s.lease = nil
-	}
-	cause := l.err()
-	for key, r := range s.mine {
-		if r.lease != l {
-			continue
-		}
-		switch r.state {
-		case stateWaiting:
-			r.finish(stateFailed, s.fail(acquireCall(r.n), nil, cause.Error(), cause))
-		case stateHeld, stateReleasing:
-			r.markLost(cause)
-		}
-		delete(s.mine, key)
-	}
-}
+func (s *Semaphore) Close() error { return s.close() }
 
 // formatUnits writes a capacity so that etcd's byte-wise comparison of values
 // orders capacities as numbers (a transaction compares cap >= n).

@@ -2,21 +2,32 @@ package etcdsem
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 
 	"github.com/fairsem/semaphore"
-	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // Units are units held by one acquire: one key in etcd, attached to the
-// handle's lease. They are held until Release, Return of all of them, Close of
-// the handle, or their loss, which Lost reports.
+// handle's lease, or in block mode units of the handle's blocks. They are
+// held until Release, Return of all of them, Close of the handle, or their
+// loss, which Lost reports.
 type Units struct {
-	s     *Semaphore
-	r     *request   // plain mode: the key; nil in block mode
-	local *localHold // block mode: the local grant; nil in plain mode
-	token int64      // fixed: the key's create revision; in block mode, see Sequence
+	h     *handle // the handle that granted them, which names them in errors
+	hold  holding // what holds the units: a key in etcd, or a grant from the handle's blocks
+	token int64   // fixed: the fencing token (Token)
+	seq   int64   // fixed: the grant's number on its handle in block mode (Sequence); 0 in plain mode
+}
+
+// A holding is what a Units holds its units with: a key of the handle in
+// etcd (request, plain mode) or a grant of units of the handle's blocks
+// (localHold, block mode). Each method keeps the contract of the Units method
+// of the same purpose.
+type holding interface {
+	count() int64
+	lost() <-chan struct{}
+	lossCause() error // why the units were lost, or nil
+	release(ctx context.Context, u *Units) error
+	giveBack(ctx context.Context, u *Units, m int64) error
 }
 
 // Token returns the fencing token: the create revision of the units' key.
@@ -27,19 +38,18 @@ type Units struct {
 // token.
 func (u *Units) Token() int64 { return u.token }
 
+// Sequence returns the grant's number on its handle in block mode (from 1,
+// increasing with every local grant), and 0 in plain mode. A block-mode
+// holder's fencing token is the pair (Token, Sequence): Token is the highest
+// block token its handle has held, which orders it after every holder of the
+// units in any earlier block, and Sequence orders it after the earlier local
+// holders of the same token. A resource that fences by comparing (Token,
+// Sequence) pairs in that order rejects a stale holder of either mode.
+func (u *Units) Sequence() int64 { return u.seq }
+
 // Count returns the units held: those acquired, less those returned; 0 after
 // Release, loss or the handle's Close.
-func (u *Units) Count() int64 {
-	if u.local != nil {
-		return u.local.count()
-	}
-	u.s.mu.Lock()
-	defer u.s.mu.Unlock()
-	if u.r.state != stateHeld && u.r.state != stateReleasing {
-		return 0
-	}
-	return u.r.n
-}
+func (u *Units) Count() int64 { return u.hold.count() }
 
 // Lost returns a channel that is closed when the units are lost: the lease was
 // not renewed in time (it is closed before the lease can expire on the server,
@@ -50,24 +60,15 @@ func (u *Units) Count() int64 {
 // In block mode it closes when any block of the handle is lost, for every
 // holder of the handle's blocks at once; the channel is shared, so it closes
 // for units released before too, whose Err stays nil.
-func (u *Units) Lost() <-chan struct{} {
-	if u.local != nil {
-		return u.local.ep.lost
-	}
-	return u.r.lost
-}
+func (u *Units) Lost() <-chan struct{} { return u.hold.lost() }
 
 // Err returns why the units were lost (an error wrapping ErrLost), or nil.
 func (u *Units) Err() error {
-	if u.local != nil {
-		return u.local.err(u)
-	}
-	u.s.mu.Lock()
-	defer u.s.mu.Unlock()
-	if u.r.state != stateLost {
+	cause := u.hold.lossCause()
+	if cause == nil {
 		return nil
 	}
-	return u.s.fail(opCall("units of token "+strconv.FormatInt(u.token, 10)), nil, u.r.err.Error(), u.r.err)
+	return u.h.fail(opCall("units of token "+strconv.FormatInt(u.token, 10)), nil, cause.Error(), cause)
 }
 
 // Release gives the units back: it deletes the key if its create revision is
@@ -82,113 +83,30 @@ func (u *Units) Release(ctx context.Context) error {
 	if u == nil {
 		return nil
 	}
-	if u.local != nil {
-		return u.local.release(u)
-	}
-	s, r := u.s, u.r
-	s.mu.Lock()
-	c := tokenCall("release", r.n, u.token)
-	switch {
-	case r.state == stateLost:
-		err := s.fail(c, nil, r.err.Error(), r.err)
-		s.mu.Unlock()
-		return err
-	case r.state != stateHeld && r.state != stateReleasing || s.closed:
-		// Released, failed, abandoned, or given back by Close.
-		s.mu.Unlock()
-		return nil
-	}
-	r.state = stateReleasing
-	s.mu.Unlock()
-	cctx, stop := s.callContext(ctx) // Close gives the units back: it ends the RPC
-	defer stop()
-	resp, err := s.cli.Txn(cctx).
-		If(clientv3.Compare(clientv3.CreateRevision(r.key), "=", u.token)).
-		Then(clientv3.OpDelete(r.key)).Commit()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	switch {
-	case r.state == stateClosed:
-		return nil // Close, while the delete was in flight, gave the units back
-	case r.state == stateLost:
-		return s.fail(c, nil, r.err.Error(), r.err)
-	case err != nil:
-		if r.state == stateReleasing {
-			r.state = stateHeld
-		}
-		r.releaseTried = true
-		return s.rpcFailed(c, err) // a Close meanwhile is stateClosed, above
-	case !resp.Succeeded && r.state != stateReleased && !r.releaseTried:
-		// The key was gone before our delete and the watch has not said why yet.
-		r.markLost(fmt.Errorf("key %s was already gone: %w", r.key, ErrLost))
-		delete(s.mine, r.key)
-		return s.fail(c, nil, r.err.Error(), r.err)
-	}
-	r.state = stateReleased
-	delete(s.mine, r.key)
-	return nil
+	return u.hold.release(ctx, u)
 }
 
 // Return gives back m of the units and keeps the rest (lowering the key's
 // weight in place, so the holder keeps its place and its token). Returning all
 // of them is Release. It returns an error wrapping semaphore.ErrInsufficientUnits
 // if m exceeds Count, ErrLost if the units were lost, or the RPC error; after
-// the handle's Close it returns nil, as Release does. It panics if m is
+// the handle's Close it returns nil, as Release does. In block mode it gives
+// the units back to the handle's blocks, with no RPC. It panics if m is
 // negative.
 func (u *Units) Return(ctx context.Context, m int64) error {
-	if u.local != nil {
-		return u.local.ret(u, m)
-	}
-	s, r := u.s, u.r
-	s.checkUnits("Units.Return", m)
-	c := tokenCall("return", m, u.token)
-	s.mu.Lock()
-	switch r.state {
-	case stateLost:
-		err := s.fail(c, nil, r.err.Error(), r.err)
-		s.mu.Unlock()
-		return err
-	case stateClosed:
-		s.mu.Unlock()
-		return nil
-	}
-	held := r.n
-	if r.state != stateHeld {
-		held = 0
-	}
-	if m > held {
-		s.mu.Unlock()
-		return s.fail(c, nil, strconv.FormatInt(held, 10)+" held: "+semaphore.ErrInsufficientUnits.Error(), semaphore.ErrInsufficientUnits)
-	}
-	s.mu.Unlock()
-	if m == held {
-		return u.Release(ctx)
-	}
-	if m == 0 {
-		return nil
-	}
-	// The new weight is written from the count at the time of the call; two
-	// concurrent Returns on one Units are a programmer error, as with any
-	// non-atomic read-modify-write, and the guard below only keeps the key.
-	cctx, stop := s.callContext(ctx)
-	defer stop()
-	resp, err := s.cli.Txn(cctx).
-		If(clientv3.Compare(clientv3.CreateRevision(r.key), "=", u.token)).
-		Then(clientv3.OpPut(r.key, formatValue(held-m, r.born, s.cfg.clientTag), clientv3.WithIgnoreLease())).Commit()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	switch {
-	case r.state == stateClosed:
-		return nil // Close, while the write was in flight, gave the units back
-	case err != nil:
-		return s.rpcFailed(c, err) // a Close meanwhile is stateClosed, above
-	case !resp.Succeeded:
-		r.markLost(fmt.Errorf("key %s was already gone: %w", r.key, ErrLost))
-		delete(s.mine, r.key)
-		return s.fail(c, nil, r.err.Error(), r.err)
-	}
-	if r.state == stateHeld {
-		r.n = held - m
-	}
-	return nil
+	u.h.checkUnits("Units.Return", m)
+	return u.hold.giveBack(ctx, u, m)
+}
+
+// errHold is the error of op ("release", "return") on n units of u, lost
+// with cause.
+func errHold(u *Units, op string, n int64, cause error) error {
+	return u.h.fail(tokenCall(op, n, u.token), nil, cause.Error(), cause)
+}
+
+// errInsufficient is the error of a Return of m units of u, which holds
+// fewer.
+func errInsufficient(u *Units, m, held int64) error {
+	return u.h.fail(tokenCall("return", m, u.token), nil,
+		strconv.FormatInt(held, 10)+" held: "+semaphore.ErrInsufficientUnits.Error(), semaphore.ErrInsufficientUnits)
 }

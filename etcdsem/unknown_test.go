@@ -143,7 +143,7 @@ func TestAcquire_LateDuplicateWriteIsDeleted(t *testing.T) {
 	u, err := a.Acquire(ctx, 1)
 	require.NoError(t, err)
 	log.add(u)
-	key, lease := u.r.key, u.r.lease.id
+	key, lease := u.req().key, u.req().lease.id
 	require.NoError(t, u.Release(ctx))
 	// The same write again, as the late duplicate would make it.
 	_, err = direct.Put(ctx, key, formatValue(1, time.Now(), "late"), clientv3.WithLease(lease))

@@ -29,7 +29,7 @@ func WithSemaphore(ctx context.Context, s *Semaphore, n int64, fn func(context.C
 	close(stop)
 	<-watched
 	cancel(nil)
-	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), s.attemptTimeout())
+	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), s.sess.attemptTimeout())
 	defer rcancel()
 	return errors.Join(ferr, u.Release(rctx))
 }

@@ -13,7 +13,9 @@ import (
 // ResourceExhausted, Unavailable) or Ignore (cancelled, or the handler
 // panicked), from which l learns its limit.
 //
-// Admit fails as l.Acquire does. Adaptive panics if l is nil.
+// l's deadline rule reads the call's deadline, WithTimeout as its wait
+// budget and WithPriority as its Priority. Admit fails as l.Acquire does.
+// Adaptive panics if l is nil.
 func Adaptive(l *adaptive.Limiter) Limiter {
 	if l == nil {
 		panic("grpcsem: Adaptive(nil)")

@@ -75,6 +75,30 @@
 // included: it is one call to the limiter, though each attempt is a new call
 // to the server.
 //
+// # Never served too late
+//
+// The Semaphore and Adaptive limiters apply the module's deadline rule by
+// default (see package adaptive): a call that finds the limit reached is
+// refused at once, with the overload code and the pushback trailer (the Shed
+// row), when its expected wait (the units ahead of it and its own, at the rate
+// the units in flight come back per usual round trip, which the limiter
+// measures) is longer than WithTimeout, or than the call's deadline less the
+// usual round trip; one admitted waits at most that long. A queue that stands
+// (nobody found it empty for 100ms) is drained: a call with a timeout or a
+// deadline then waits at most 5ms. Before a round trip is measured, nobody is
+// refused on the expected wait. The interceptors hand the limiter the call's
+// deadline and WithTimeout as its wait budget; Admission's controller reads
+// them for admission's own rule. WithoutDeadlineShedding hands it no budget:
+// a call waits as long as WithTimeout and its deadline allow and is admitted
+// however late, as before the rule.
+//
+// WithPriority says how critical a call is (adaptive.Critical, Default,
+// Sheddable), from its context and metadata; without it, its context says
+// (adaptive.ContextWithPriority). Under overload sheddable calls are refused
+// first, critical ones last; admitted calls are granted in arrival order
+// whatever their priority. A floor (adaptive.WithFloor) is set on an adaptive
+// Limiter, behind Adaptive.
+//
 // # Verdicts, and the adaptive limiter
 //
 // A Token ends with the call's verdict, an adaptive.Verdict, for limiters
@@ -102,13 +126,13 @@
 //     without Retry-After): a server that is going away lets the client back off
 //     by itself, through its balancer, perhaps to another backend.
 //   - WithTimeout is a context deadline on the wait, so that the semaphore
-//     counts the call as timed out and the controller's shedding sees the
-//     budget. httpsem tries first and then waits with a cancel timer, so that
+//     counts the call as timed out, and the call's wait budget for the
+//     deadline rule, handed to the limiter beside the call's own deadline. httpsem tries first and then waits with a cancel timer, so that
 //     its timeout cannot refuse a request that needs no wait; here a positive
 //     timeout cannot either, since the call reaches the limiter well before it
-//     passes. The deadline's timer costs about a microsecond and five
-//     allocations a call (BenchmarkUnaryServerInterceptor), next to tens of
-//     microseconds and 150 allocations for a unary call over bufconn.
+//     passes. The deadline's timer and the budget handed to the limiter cost
+//     a few allocations a call (BenchmarkUnaryServerInterceptor), a small
+//     share of a unary call over bufconn (BenchmarkUnaryCall).
 //   - A client stream whose opening fails (a later interceptor refuses it
 //     without calling the streamer, or gRPC fails it) gives its Token back at
 //     once: gRPC never finishes a stream it did not open.

@@ -58,7 +58,10 @@ type modelCall struct {
 // each server handler holds, each refused call's code and pushback trailer
 // (none on a client), the outcome each token ended with (exactly once), and
 // the units left. A client stream runs from its opening until gRPC reports its
-// end through the OnFinish call option, which the fake streamer keeps.
+// end through the OnFinish call option, which the fake streamer keeps. The
+// deadline rule is off here (WithoutDeadlineShedding): FuzzDeadlineRuleModel
+// (package adaptive) is its model, and rule_test.go checks the interceptors
+// apply it.
 func FuzzInterceptorModel(f *testing.F) {
 	f.Add([]byte{2, 0, 1, 1, 2, 0, 1, 2, 0, 3, 0, 4, 0, 2, 5})
 	f.Add([]byte{1, 0, 0, 1, 0, 0, 0, 4, 0, 2, 1, 3, 1, 5, 0, 0, 1})
@@ -81,10 +84,10 @@ func FuzzInterceptorModel(f *testing.F) {
 				return modelOf(ctx).weight
 			})}
 			ics := interceptors{
-				unary:        grpcsem.UnaryServerInterceptor(lim, grpcsem.WithTimeout(timeout)),
-				stream:       grpcsem.StreamServerInterceptor(lim, grpcsem.WithTimeout(timeout)),
-				clientUnary:  grpcsem.UnaryClientInterceptor(lim, grpcsem.WithTimeout(timeout)),
-				clientStream: grpcsem.StreamClientInterceptor(lim, grpcsem.WithTimeout(timeout)),
+				unary:        grpcsem.UnaryServerInterceptor(lim, grpcsem.WithTimeout(timeout), grpcsem.WithoutDeadlineShedding()),
+				stream:       grpcsem.StreamServerInterceptor(lim, grpcsem.WithTimeout(timeout), grpcsem.WithoutDeadlineShedding()),
+				clientUnary:  grpcsem.UnaryClientInterceptor(lim, grpcsem.WithTimeout(timeout), grpcsem.WithoutDeadlineShedding()),
+				clientStream: grpcsem.StreamClientInterceptor(lim, grpcsem.WithTimeout(timeout), grpcsem.WithoutDeadlineShedding()),
 			}
 			var calls []*modelCall
 			free, broken := capacity, false

@@ -1,10 +1,13 @@
 package grpcsem
 
 import (
+	"context"
 	"strconv"
 	"time"
 
 	"google.golang.org/grpc/codes"
+
+	"github.com/fairsem/semaphore/adaptive"
 )
 
 // An Option configures an interceptor.
@@ -17,13 +20,18 @@ type config struct {
 	pushback    time.Duration // server: base of grpc-retry-pushback-ms; 0: none
 	pushbackSet bool          // WithPushback was given
 	client      bool          // a client interceptor: messages keep the limiter's error text
+	noShed      bool          // WithoutDeadlineShedding
+
+	priority func(context.Context, Call) adaptive.Priority // WithPriority; nil: the context's
 }
 
 // WithTimeout bounds how long a call waits to be admitted; past it the call
 // fails with the overload code (and, on the server, the pushback trailer).
-// Without it a call waits as long as its own context allows. It panics if
-// d <= 0: to refuse instead of waiting, bound the limiter's queue (the
-// semaphore's WithMaxWaiters(0)).
+// Without it a call waits as long as its own context allows. It is also the
+// call's wait budget for the deadline rule (see the package documentation):
+// a call whose expected wait is longer is refused at once, unless
+// WithoutDeadlineShedding. It panics if d <= 0: to refuse instead of waiting,
+// bound the limiter's queue (the semaphore's WithMaxWaiters(0)).
 func WithTimeout(d time.Duration) Option {
 	if d <= 0 {
 		panic("grpcsem: WithTimeout(" + d.String() + "): the wait must be positive")
@@ -54,6 +62,29 @@ func WithPushback(d time.Duration) Option {
 		panic("grpcsem: WithPushback(" + d.String() + "): negative duration")
 	}
 	return func(c *config) { c.pushback, c.pushbackSet = d, true }
+}
+
+// WithoutDeadlineShedding turns the deadline rule off for the calls through
+// the interceptor (see the package documentation): the limiter is given no
+// budget for a call, neither WithTimeout nor the call's deadline, so a call
+// that finds the limit reached waits as long as they allow and is admitted
+// however late, as before the rule. The levels' caps and an adaptive
+// Limiter's explicit WithStandingQueue still apply.
+func WithoutDeadlineShedding() Option { return func(c *config) { c.noShed = true } }
+
+// WithPriority sets how critical a call is, from its context (its incoming
+// metadata, metadata.FromIncomingContext, on a server) and Call: under
+// overload a Sheddable call is refused first and a Critical one last (see
+// adaptive.Priority). Without it a call has the Priority its context carries
+// (adaptive.ContextWithPriority, from an interceptor before this one, or the
+// caller on a client), Default if none. The Semaphore and Adaptive limiters
+// apply it; Admission's controller has workload groups instead. It panics if
+// f is nil; a call for which f returns a value that is not a Priority panics.
+func WithPriority(f func(ctx context.Context, call Call) adaptive.Priority) Option {
+	if f == nil {
+		panic("grpcsem: WithPriority(nil)")
+	}
+	return func(c *config) { c.priority = f }
 }
 
 func newConfig(opts []Option, client bool) config {

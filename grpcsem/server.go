@@ -2,9 +2,12 @@ package grpcsem
 
 import (
 	"context"
-	"github.com/fairsem/semaphore/adaptive"
+	"time"
 
 	"google.golang.org/grpc"
+
+	"github.com/fairsem/semaphore/adaptive"
+	"github.com/fairsem/semaphore/internal/shed"
 )
 
 // UnaryServerInterceptor returns an interceptor that runs a unary handler only
@@ -85,12 +88,30 @@ type admittedStream struct {
 
 func (s admittedStream) Context() context.Context { return s.ctx }
 
-// admit asks l to admit call, waiting at most WithTimeout. The timeout is a
-// context deadline, so that the limiter sees it: the semaphore counts the wait
-// as timed out, and the admission controller sheds against it. A deadline can
-// only refuse a call that is admitted at once if it has already passed, which
-// a positive timeout does not within the microseconds to the limiter.
+// admit asks l to admit call, waiting at most WithTimeout, with the call's
+// Priority and budget in the context for the limiter's deadline rule: the
+// call's own deadline, and WithTimeout as its wait budget (none at all with
+// WithoutDeadlineShedding). The timeout is also a context deadline, so that
+// any limiter sees it: the semaphore counts the wait as timed out. A deadline
+// can only refuse a call that is admitted at once if it has already passed,
+// which a positive timeout does not within the microseconds to the limiter.
 func (c *config) admit(ctx context.Context, l Limiter, call Call) (Token, error) {
+	if c.priority != nil {
+		p := c.priority(ctx, call)
+		if p > adaptive.Sheddable {
+			panic("grpcsem: priority " + p.String() + " for " + call.FullMethod + ": not a Priority")
+		}
+		ctx = adaptive.ContextWithPriority(ctx, p)
+	}
+	switch {
+	case c.noShed:
+		ctx = shed.WithBudget(ctx, shed.Budget{})
+	case c.timeout > 0:
+		var b shed.Budget
+		b.Deadline, _ = ctx.Deadline()
+		b.WaitUntil = time.Now().Add(c.timeout)
+		ctx = shed.WithBudget(ctx, b)
+	}
 	if c.timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, c.timeout)

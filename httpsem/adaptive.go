@@ -1,18 +1,21 @@
 package httpsem
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/fairsem/semaphore/adaptive"
+	"github.com/fairsem/semaphore/internal/shed"
 )
 
 // Adaptive returns middleware that runs requests behind an adaptive limiter:
 // a request waits for a slot under l's current limit (in the FIFO wait list of
-// the semaphore l drives), runs, and its verdict (below) moves the limit. It is
-// refused as Limit refuses: the overload status with Retry-After when it
-// cannot get a slot in time (WithTimeout, its context, the semaphore's
-// WithMaxWaiters, l's WithStandingQueue), 503 without it when the semaphore is
-// broken.
+// the semaphore l drives), runs, and its verdict (below) moves the limit. l's
+// deadline rule reads WithTimeout as the request's wait budget and
+// WithPriority as its Priority. It is refused as Limit refuses: the overload
+// status with Retry-After when it cannot get a slot in time (WithTimeout, its
+// context, the semaphore's WithMaxWaiters, l's deadline rule), 503 without it
+// when the semaphore is broken.
 //
 // The verdict on a request that ran: Dropped (overload) when the handler
 // answered a status that WithDropped's function accepts (by default any 5xx);
@@ -39,9 +42,22 @@ func Adaptive(l *adaptive.Limiter, opts ...Option) func(http.Handler) http.Handl
 	}
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			ctx, cancel := c.waitContext(r)
+			ctx, cancel := r.Context(), context.CancelFunc(nil)
+			if c.priority != nil {
+				ctx = adaptive.ContextWithPriority(ctx, c.priority(r))
+			}
+			if c.noShed {
+				// No budget from this door: the request waits as WithTimeout
+				// and its context allow, and the Limiter sheds nothing on them.
+				ctx, cancel = c.waitContextOf(shed.WithBudget(ctx, shed.Budget{}))
+			} else if c.timeout > 0 {
+				// The Limiter bounds the wait by the budget, and sheds on it.
+				ctx = shed.WithBudget(ctx, c.budget(r))
+			}
 			call, err := l.Acquire(ctx)
-			cancel()
+			if cancel != nil {
+				cancel()
+			}
 			if err != nil {
 				c.refuse(w, err)
 				return

@@ -27,6 +27,29 @@
 // overload. The body is the status text only: error messages, which name the
 // semaphore, stay on the server.
 //
+// # Never served too late
+//
+// Limit and Adaptive apply the module's deadline rule by default (for Adaptive,
+// the Limiter's rule, see package adaptive): a request that finds the limit
+// reached is refused at once, with the overload status and Retry-After, when
+// its expected wait (the units ahead of it and its own, at the rate the units
+// in flight come back per usual round trip, measured from admission to the
+// handler's return) is longer than WithTimeout, or than its context's deadline
+// less the usual round trip; one admitted waits at most that long. A queue
+// that stands (nobody found it empty for 100ms) is drained: a request with a
+// timeout or a deadline then waits at most 5ms. Before a round trip is
+// measured, nobody is refused on the expected wait. WithoutDeadlineShedding
+// turns it off: a request waits its whole timeout and is served however late,
+// as before. Admit hands WithTimeout to the controller as the request's wait
+// budget, for admission's own rule (see package admission).
+//
+// WithPriority says how critical a request is (adaptive.Critical, Default,
+// Sheddable), from the request; without it, its context says
+// (adaptive.ContextWithPriority, from an outer middleware). Under overload
+// sheddable requests are refused first, critical ones last; admitted
+// requests are served in arrival order whatever their priority. Floors
+// (adaptive.WithFloor) are set on an adaptive Limiter, behind Adaptive.
+//
 // # Details
 //
 //   - The backlog is the semaphore's own bound, semaphore.WithMaxWaiters (for
@@ -37,9 +60,10 @@
 //   - The default overload status is 503 (the server is overloaded, not the
 //     client rate-limited). Broken and too large are always 503 without
 //     Retry-After.
-//   - Without WithTimeout a request waits as long as its own context allows.
-//     WithTimeout(d) panics for d <= 0: to refuse at once instead of waiting,
-//     bound the queue with WithMaxWaiters(0).
+//   - Without WithTimeout (and without a deadline on its context) a request
+//     waits as long as its own context allows. WithTimeout(d) panics for d <=
+//     0: to refuse at once instead of waiting, bound the queue with
+//     WithMaxWaiters(0).
 //   - Admit's operation name is the request's ServeMux pattern (r.Pattern) when
 //     the middleware wraps a routed handler, else the method, or WithOp; the
 //     memory estimate is 0 unless WithMemory gives one. The handler finds its

@@ -6,7 +6,10 @@ import (
 	"time"
 
 	"github.com/fairsem/semaphore"
+	"github.com/fairsem/semaphore/adaptive"
 	"github.com/fairsem/semaphore/admission"
+	"github.com/fairsem/semaphore/internal/errs"
+	"github.com/fairsem/semaphore/internal/shed"
 )
 
 // Limit returns middleware that lets a request through to the next handler only
@@ -14,11 +17,13 @@ import (
 // gives them back when the handler returns, also when it panics.
 //
 // A request that cannot take its units at once waits in s's FIFO wait list,
-// bounded by s's WithMaxWaiters. It is refused, never left hanging: with the
-// overload status (503, or WithStatus's) and Retry-After when the list is full,
-// when WithTimeout passes, or when the request's context ends (the client went
-// away); with 503 and no Retry-After when s is broken or the weight exceeds s's
-// capacity. Limit panics if s is nil or an option applies only to Admit.
+// bounded by s's WithMaxWaiters, if the deadline rule lets it (see the package
+// documentation), and at most WithTimeout. It is refused, never left hanging:
+// with the overload status (503, or WithStatus's) and Retry-After when the
+// list is full, when the rule sheds it, when WithTimeout passes, or when the
+// request's context ends (the client went away); with 503 and no Retry-After
+// when s is broken or the weight exceeds s's capacity. Limit panics if s is
+// nil or an option applies only to Admit.
 func Limit(s *semaphore.Semaphore, opts ...Option) func(http.Handler) http.Handler {
 	if s == nil {
 		panic("httpsem: Limit(nil)")
@@ -27,6 +32,14 @@ func Limit(s *semaphore.Semaphore, opts ...Option) func(http.Handler) http.Handl
 	if c.op != nil || c.memory != nil || c.dropped != nil {
 		panic("httpsem: WithOp and WithMemory apply to Admit, WithDropped to Adaptive, not Limit")
 	}
+	// The door keeps what the rule reads that s does not: this middleware's
+	// units in flight and waiting by level, and its requests' usual round
+	// trip, from admission to the handler's return.
+	door := new(shed.Door)
+	cfg := shed.DefaultConfig()
+	cfg.Off = c.noShed
+	door.Init(cfg)
+	subject := semSubject{s}
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			n := int64(1)
@@ -35,21 +48,53 @@ func Limit(s *semaphore.Semaphore, opts ...Option) func(http.Handler) http.Handl
 					panic("httpsem: weight " + itoa(n) + " for " + r.Method + " " + r.URL.Path + ": negative")
 				}
 			}
-			// Try first: a request that needs no wait is admitted without the
-			// timer of WithTimeout, which costs allocations and could fire first.
-			if !s.TryAcquire(n) {
-				ctx, cancel := c.waitContext(r)
-				err := s.Acquire(ctx, n)
-				cancel()
-				if err != nil {
-					c.refuse(w, err)
-					return
-				}
+			lv := c.level(r)
+			// The door tries first: a request that needs no wait is admitted
+			// without a timer, so WithTimeout can never refuse it.
+			b := c.budget(r)
+			start, _, err := door.Acquire(r.Context(), s, n, lv, &b, subject)
+			if err != nil {
+				c.refuse(w, err)
+				return
 			}
-			defer s.Release(n)
+			defer func() {
+				s.Release(n)
+				door.Ended(lv, n)
+				door.Observe(time.Since(start))
+			}()
 			next.ServeHTTP(w, r)
 		})
 	}
+}
+
+// semSubject names s in the errors of Limit's door, as s names itself.
+type semSubject struct{ s *semaphore.Semaphore }
+
+func (x semSubject) Label() string { return errs.Label("semaphore", x.s.Name(), x.s) }
+
+// level is r's Priority, as the door counts it.
+func (c *config) level(r *http.Request) shed.Level {
+	var p adaptive.Priority
+	if c.priority != nil {
+		p = c.priority(r)
+	} else {
+		p = adaptive.PriorityFrom(r.Context())
+	}
+	if p > adaptive.Sheddable {
+		panic("httpsem: priority " + p.String() + " for " + r.Method + " " + r.URL.Path + ": not a Priority")
+	}
+	return shed.Level(p)
+}
+
+// budget is what the request brings to the deadline rule: its context's
+// deadline, and WithTimeout as its wait budget.
+func (c *config) budget(r *http.Request) shed.Budget {
+	var b shed.Budget
+	b.Deadline, _ = r.Context().Deadline()
+	if c.timeout > 0 {
+		b.WaitUntil = time.Now().Add(c.timeout)
+	}
+	return b
 }
 
 // Admit returns middleware that admits each request through ctrl, under the
@@ -68,8 +113,8 @@ func Admit(ctrl *admission.Controller, opts ...Option) func(http.Handler) http.H
 		panic("httpsem: Admit(nil)")
 	}
 	c := newConfig(opts)
-	if c.weight != nil || c.dropped != nil {
-		panic("httpsem: WithWeight applies to Limit, WithDropped to Adaptive, not Admit")
+	if c.weight != nil || c.dropped != nil || c.priority != nil {
+		panic("httpsem: WithWeight and WithPriority apply to Limit and Adaptive, WithDropped to Adaptive, not Admit")
 	}
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -87,6 +132,11 @@ func Admit(ctrl *admission.Controller, opts ...Option) func(http.Handler) http.H
 				}
 			}
 			ctx, cancel := c.waitContext(r)
+			if c.noShed {
+				ctx = shed.WithBudget(ctx, shed.Budget{}) // no budget for the controller's deadline rule
+			} else if c.timeout > 0 {
+				ctx = shed.WithBudget(ctx, c.budget(r)) // the controller's deadline rule reads the wait budget
+			}
 			p, err := ctrl.Acquire(ctx, op, memory)
 			cancel()
 			if err != nil {
@@ -116,10 +166,15 @@ func PermitFrom(ctx context.Context) *admission.Permit {
 // that needs no wait is never refused by the timeout. Admit cannot try, so a
 // timeout shorter than the way from here into the controller can fire first.)
 func (c *config) waitContext(r *http.Request) (context.Context, context.CancelFunc) {
+	return c.waitContextOf(r.Context())
+}
+
+// waitContextOf is waitContext for a context derived from the request's.
+func (c *config) waitContextOf(parent context.Context) (context.Context, context.CancelFunc) {
 	if c.timeout <= 0 {
-		return r.Context(), func() {}
+		return parent, func() {}
 	}
-	ctx, cancel := context.WithCancel(r.Context())
+	ctx, cancel := context.WithCancel(parent)
 	timer := time.AfterFunc(c.timeout, cancel)
 	return ctx, func() {
 		timer.Stop()

@@ -17,6 +17,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/fairsem/semaphore"
+	"github.com/fairsem/semaphore/adaptive"
 	"github.com/fairsem/semaphore/admission"
 	"github.com/fairsem/semaphore/httpsem"
 )
@@ -300,6 +301,10 @@ func TestOptions_InvalidValuesPanic(t *testing.T) {
 		"Admit with WithWeight":  func() { httpsem.Admit(ctrl, httpsem.WithWeight(func(*http.Request) int64 { return 1 })) },
 		"Limit with WithDropped": func() { httpsem.Limit(sem, httpsem.WithDropped(func(int) bool { return false })) },
 		"Admit with WithDropped": func() { httpsem.Admit(ctrl, httpsem.WithDropped(func(int) bool { return false })) },
+		"WithPriority(nil)":      func() { httpsem.WithPriority(nil) },
+		"Admit with WithPriority": func() {
+			httpsem.Admit(ctrl, httpsem.WithPriority(func(*http.Request) adaptive.Priority { return adaptive.Critical }))
+		},
 	} {
 		assert.Panics(t, f, name)
 	}

@@ -35,7 +35,9 @@ type modelRequest struct {
 // timeout, and Break, and requires after each step, once every goroutine is
 // blocked, the outcome a sequential model predicts for every request: which
 // handlers run (strict FIFO over the capacity, a backlog of at most 2) and what
-// each refused request was answered (503, with Retry-After when busy).
+// each refused request was answered (503, with Retry-After when busy). The
+// deadline rule is off here: FuzzDeadlineRuleModel (package adaptive) is its
+// model, and the door's tests (rule_test.go) check that Limit applies it.
 func FuzzLimitModel(f *testing.F) {
 	f.Add([]byte{2, 0, 1, 0, 2, 0, 1, 0, 1, 1, 0, 3, 0, 2, 0})
 	f.Add([]byte{1, 0, 0, 0, 0, 0, 0, 3, 0, 1, 0, 4, 0, 1, 0})
@@ -53,7 +55,7 @@ func FuzzLimitModel(f *testing.F) {
 		synctest.Test(t, func(t *testing.T) {
 			sem := semaphore.New(capacity, semaphore.WithMaxWaiters(backlog))
 			var reqs []*modelRequest
-			h := httpsem.Limit(sem, httpsem.WithTimeout(timeout),
+			h := httpsem.Limit(sem, httpsem.WithTimeout(timeout), httpsem.WithoutDeadlineShedding(),
 				httpsem.WithWeight(func(r *http.Request) int64 { return model(r).weight }))(
 				http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 					m := model(r)

@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/fairsem/semaphore/adaptive"
 )
 
 // An Option configures Limit, Admit or Adaptive. An option that does not apply
@@ -12,13 +14,15 @@ type Option func(*config)
 
 // config is fixed once the middleware is built.
 type config struct {
-	weight     func(*http.Request) int64  // Limit: units per request; nil means 1
-	op         func(*http.Request) string // Admit: operation name; nil means the pattern or method
-	memory     func(*http.Request) int64  // Admit: memory estimate; nil means 0
-	timeout    time.Duration              // longest wait; 0 means as long as the request's context
-	retryAfter time.Duration              // Retry-After on overload responses; 0 means none
-	status     int                        // overload status
-	dropped    func(status int) bool      // Adaptive: which statuses are overload; nil means 5xx
+	weight     func(*http.Request) int64             // Limit: units per request; nil means 1
+	op         func(*http.Request) string            // Admit: operation name; nil means the pattern or method
+	memory     func(*http.Request) int64             // Admit: memory estimate; nil means 0
+	timeout    time.Duration                         // longest wait; 0 means as long as the request's context
+	retryAfter time.Duration                         // Retry-After on overload responses; 0 means none
+	status     int                                   // overload status
+	dropped    func(status int) bool                 // Adaptive: which statuses are overload; nil means 5xx
+	priority   func(*http.Request) adaptive.Priority // Limit, Adaptive: a request's priority; nil: its context's (adaptive.PriorityFrom)
+	noShed     bool                                  // WithoutDeadlineShedding
 }
 
 // WithWeight sets how many units of the semaphore a request takes (default 1).
@@ -55,7 +59,10 @@ func WithMemory(f func(r *http.Request) int64) Option {
 
 // WithTimeout bounds how long a request waits to be admitted; past it the
 // request gets the overload status. Without it a request waits as long as its
-// own context allows. It panics if d <= 0 (use the semaphore's
+// own context allows. It is also the request's wait budget for the deadline
+// rule (see the package documentation): a request whose expected wait is
+// longer is refused at once rather than after waiting it out, unless
+// WithoutDeadlineShedding. It panics if d <= 0 (use the semaphore's
 // WithMaxWaiters(0) to refuse instead of waiting).
 func WithTimeout(d time.Duration) Option {
 	if d <= 0 {
@@ -81,6 +88,28 @@ func WithStatus(code int) Option {
 		panic("httpsem: WithStatus(" + strconv.Itoa(code) + "): must be 503 or 429")
 	}
 	return func(c *config) { c.status = code }
+}
+
+// WithoutDeadlineShedding turns the deadline rule off (see the package
+// documentation): a request that finds the limit reached waits in the FIFO
+// wait list as long as WithTimeout and its context allow, and is served
+// however late, as before the rule. With Adaptive and Admit, the Limiter or
+// controller is given no budget for the request (neither WithTimeout nor its
+// context's deadline), so its rule sheds nothing on them; the levels' caps
+// and an explicit adaptive.WithStandingQueue still apply.
+func WithoutDeadlineShedding() Option { return func(c *config) { c.noShed = true } }
+
+// WithPriority sets how critical a request is, from the request: under
+// overload a Sheddable request is refused first and a Critical one last (see
+// adaptive.Priority). Without it a request has the Priority its context
+// carries (adaptive.ContextWithPriority, from an outer middleware), Default if
+// none. Limit and Adaptive only. It panics if f is nil; a request for which f
+// returns a value that is not a Priority panics in the handler.
+func WithPriority(f func(r *http.Request) adaptive.Priority) Option {
+	if f == nil {
+		panic("httpsem: WithPriority(nil)")
+	}
+	return func(c *config) { c.priority = f }
 }
 
 func newConfig(opts []Option) config {

@@ -25,25 +25,21 @@ func (s *Set) Break(err error) {
 	if !s.broken.CompareAndSwap(nil, b) {
 		return
 	}
-	// Every key active now is broken under its shard's write lock, after broken
-	// was stored: a call that joined a key before fails on the key's semaphore,
-	// and a key made active after finds broken (joinSlow). None can wait on a
+	// Every key active now is broken under its shard's mutex, after broken was
+	// stored: a call that joined a key before fails on the key's semaphore, and
+	// a key made active after finds broken (joinSlow). None can wait on a
 	// healthy key of a broken set. The key semaphores' observers do nothing on
 	// Broken, so this runs no caller code under a lock.
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
-		for _, e := range sh.m {
-			e.sem.Break(err)
-		}
+		sh.table.Load().each(func(e *entry) { e.sem.Break(err) })
 		clear(sh.free)
 		sh.free = sh.free[:0]
 		sh.mu.Unlock()
 	}
 	if s.limit != nil {
-		s.mu.Lock()
-		s.breakLimitLocked()
-		s.mu.Unlock()
+		s.limit.breakLimit(err)
 	}
 	// The global semaphore's observer is its owner's code: not under a lock.
 	if s.global != nil {
@@ -85,8 +81,8 @@ func (s *Set) Drain(ctx context.Context) error {
 		panic(errZeroSet)
 	}
 	s.mu.Lock()
-	s.draining.Add(1) // before reading active: see drainedLocked
-	if s.active.Load() == 0 {
+	s.draining.Add(1) // before reading the shards: see drainedLocked
+	if s.activeKeys() == 0 {
 		s.draining.Add(-1)
 		s.mu.Unlock()
 		return nil
@@ -121,14 +117,16 @@ func (s *Set) Drain(ctx context.Context) error {
 }
 
 // drainedLocked ends the waiting Drain calls if no key is active. mu must be
-// held. The removal that leaves no key active calls it when it sees a Drain
-// waiting: it subtracts from active, then reads draining; Drain adds to
-// draining, then reads active. Sequentially consistent atomics let at most one
-// of the two miss the other's write: either Drain sees no key active and
-// returns, or the removal sees it waiting and comes here, after Drain made
-// drained (both hold mu).
+// held. A removal that leaves its shard with no key active calls it when it
+// sees a Drain waiting: it subtracts from its shard's count, then reads
+// draining; Drain adds to draining, then reads every shard's count.
+// Sequentially consistent atomics let at most one of the two miss the other's
+// write: either Drain sees the shard empty, or the removal sees Drain waiting
+// and comes here, after Drain made drained (both hold mu). So the removal that
+// empties the last shard still active, after Drain began, comes here and finds
+// every shard empty.
 func (s *Set) drainedLocked() {
-	if s.drained != nil && s.active.Load() == 0 {
+	if s.drained != nil && s.activeKeys() == 0 {
 		close(s.drained)
 		s.drained = nil
 		s.draining.Store(0)

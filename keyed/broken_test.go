@@ -36,7 +36,7 @@ func TestBreak_FailsWaitersAtBothLevelsAndEveryLaterCall(t *testing.T) {
 
 		_, err = s.Acquire(ctx, "new", 1)
 		assert.ErrorIs(t, err, semaphore.ErrBroken)
-		assert.Equal(t, `keyed "up": acquire 1 unit for key "new": broken: shutting down`, err.Error())
+		assert.Equal(t, `keyed "up": acquire 1 unit for key "new": broken: "shutting down"`, err.Error())
 		_, err = s.AcquireTimeout(time.Second, "new", 1)
 		assert.ErrorIs(t, err, cause)
 		_, ok := s.TryAcquire("new", 1)
@@ -48,7 +48,7 @@ func TestBreak_FailsWaitersAtBothLevelsAndEveryLaterCall(t *testing.T) {
 		err = s.Err()
 		assert.ErrorIs(t, err, semaphore.ErrBroken)
 		assert.ErrorIs(t, err, cause)
-		assert.Equal(t, `keyed "up": broken: shutting down`, err.Error())
+		assert.Equal(t, `keyed "up": broken: "shutting down"`, err.Error())
 
 		held.Release()
 		assert.Equal(t, 0, s.Stats().Keys)

@@ -22,31 +22,34 @@ type subject Set
 
 func (s *subject) Label() string { return s.label }
 
-// fail makes the error of a call for n units of key that a semaphore at one
-// level refused with err (global is nil when the key's semaphore, or the broken
-// set, refused it), and counts it as Stats describes, by the outcome the
-// refusing semaphore decided.
-func (s *Set) fail(key string, n int64, global *semaphore.Semaphore, err error) error {
+// fail makes the error of a call for n units of key, in shard sh, that a
+// level refused with err, and counts it as Stats describes, by the outcome the
+// refusing level decided. why is what the message says before the level's
+// reason.
+func (s *Set) fail(sh *shard, key string, n int64, why string, err error) error {
 	o, _ := semaphore.OutcomeOf(err)
-	why := whyOf(err)
-	if global != nil {
-		why = errs.Label("global semaphore", global.Name(), global) + ": " + why
-	}
-	return s.failed(key, n, o, why, err)
-}
-
-// failed counts a call for n units of key that ended in o, and makes its error.
-func (s *Set) failed(key string, n int64, o semaphore.Outcome, why string, matches ...error) error {
 	switch o {
 	case semaphore.TimedOut:
-		s.timedOut.Add(1)
+		sh.timedOut.Add(1)
 	case semaphore.Cancelled:
-		s.cancelled.Add(1)
+		sh.cancelled.Add(1)
 	case semaphore.TooLarge, semaphore.QueueFull:
-		s.rejected.Add(1)
+		sh.rejected.Add(1)
 	}
 	return &errs.Error{Subject: (*subject)(s), Op: "acquire", N: n, Of: "for key " + strconv.Quote(key),
-		Why: why, Outcome: o, Matches: matches}
+		Why: why + whyOf(err), Outcome: o, Matches: []error{err}}
+}
+
+// refused is fail for a call refused because the set is broken: the broken
+// semaphore refused it with err. The observer hears of it (report) as a key's
+// semaphore's observer hears of a call it refuses.
+func (s *Set) refused(key string, n int64, err error, report bool) error {
+	if report && s.observer != nil {
+		o, _ := semaphore.OutcomeOf(err)
+		s.observer.WaitEnded(s, key, semaphore.WaitEvent{Units: n, Outcome: o})
+	}
+	_, sh := s.shardOf(key)
+	return s.fail(sh, key, n, "", err)
 }
 
 // failure makes an error that ends no call: `keyed "NAME": WHY`.

@@ -41,7 +41,7 @@ func TestErrors_MatchTheContextErrorAndItsCause(t *testing.T) {
 	_, err := s.Acquire(ctx, "k", 1)
 	assert.ErrorIs(t, err, context.Canceled)
 	assert.ErrorIs(t, err, cause)
-	assert.Equal(t, `keyed "up": acquire 1 unit for key "k": canceled before waiting: context canceled: client went away`, err.Error())
+	assert.Equal(t, `keyed "up": acquire 1 unit for key "k": canceled before waiting: context canceled: "client went away"`, err.Error())
 	assert.Equal(t, uint64(1), s.Stats().Cancelled)
 }
 

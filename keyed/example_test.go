@@ -70,6 +70,50 @@ func ExampleSet_Break() {
 	go u.Release() // a holder finishing its work
 	fmt.Println(s.Drain(context.Background()))
 	// Output:
-	// keyed "jobs": acquire 1 unit for key "tenant-2": broken: shutting down
+	// keyed "jobs": acquire 1 unit for key "tenant-2": broken: "shutting down"
 	// <nil>
+}
+
+// A limit shared fairly among tenants, with no limit per tenant: a tenant
+// alone may use all of it, and tenants that all want more share it by weight.
+func ExampleNoKeyLimit() {
+	weights := map[string]int64{"gold": 3}
+	s := keyed.New(keyed.NoKeyLimit, keyed.WithName("queries"), keyed.WithLimit(8),
+		keyed.WithWeightFunc(func(tenant string) int64 { return max(weights[tenant], 1) }))
+
+	free, _ := s.TryAcquire("free", 8) // alone, a tenant takes the whole limit
+	fmt.Println("free holds", s.KeyStats("free").Held, "of", s.Stats().Limit)
+
+	gold, _ := s.TryAcquire("gold", 0) // gold becomes active, and would wait for more
+	for _, tenant := range []string{"gold", "free"} {
+		ks := s.KeyStats(tenant)
+		fmt.Printf("%s: weight %d, share %d, borrowed %d\n", tenant, ks.Weight, ks.Share, ks.Borrowed)
+	}
+	gold.Release()
+	free.Release()
+	// Output:
+	// free holds 8 of 8
+	// gold: weight 3, share 6, borrowed 0
+	// free: weight 1, share 2, borrowed 6
+}
+
+// AcquireInto fills a Units the caller keeps, here on the stack, so that a
+// call allocates nothing; the Units can be filled again once released.
+func ExampleSet_AcquireInto() {
+	s := keyed.New(2, keyed.WithName("uploads"))
+	ctx := context.Background()
+	var u keyed.Units
+	for _, user := range []string{"alice", "bob"} {
+		if err := s.AcquireInto(ctx, &u, user, 1); err != nil {
+			fmt.Println(err)
+			return
+		}
+		fmt.Println(u.Key(), u.Count())
+		u.Release()
+	}
+	fmt.Println(s)
+	// Output:
+	// alice 1
+	// bob 1
+	// keyed "uploads" (0 keys active)
 }

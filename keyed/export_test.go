@@ -1,16 +1,17 @@
 package keyed
 
-// MapState reports the active keys, the peaks the shards' maps are sized by
-// (summed) and the idle entries kept, for tests that check that memory follows
-// the active keys.
-func (s *Set) MapState() (entries, peak, free int) {
+// MapState reports the active keys, the slots of the shards' tables (summed)
+// and the idle entries kept, for tests that check that memory follows the
+// active keys.
+func (s *Set) MapState() (entries, slots, free int) {
 	for i := range s.shards {
 		sh := &s.shards[i]
-		sh.mu.RLock()
-		entries += len(sh.m)
-		peak += sh.peak
+		sh.mu.Lock()
+		t := sh.table.Load()
+		entries += t.live
+		slots += len(t.slots)
 		free += len(sh.free)
-		sh.mu.RUnlock()
+		sh.mu.Unlock()
 	}
-	return entries, peak, free
+	return entries, slots, free
 }

@@ -8,122 +8,176 @@ import (
 	"github.com/fairsem/semaphore"
 )
 
-// The active keys live in shardCount maps, each under its own read-write lock,
-// chosen by a hash of the key. A call on a key that is already active finds its
-// entry under the shard's read lock and takes its reference there; only a key
-// becoming active or inactive takes the shard's write lock. No call of the set
-// takes the set's mutex for that.
+// The active keys live in shardCount tables, chosen by a hash of the key (see
+// table.go). A call finds its key's entry without a lock and takes a reference
+// with one compare-and-swap on the entry; only a key becoming active or
+// inactive takes its shard's mutex. Nothing a call on an active key writes is
+// shared with another key: its entry, its semaphore and its view of the second
+// level (level.go), whose own words a second level that binds shares.
 //
 // # The reference protocol
 //
-// An entry's refs counts the calls in progress on its key and its Units not yet
-// released. The entry is in its shard's map exactly while refs > 0:
+// An entry's refs counts the calls in progress on its key and the Units not
+// yet released. An entry serves one key at a time: it is in its shard's table,
+// serving its key, exactly while refs > 0, and with its semaphore it is kept
+// for another key once refs reaches 0.
 //
-//   - refs goes from 0 to 1 only under the shard's write lock, in the same hold
-//     that puts the entry in the map (activate).
-//   - A call that finds the entry in the map takes a reference under the read
-//     lock (join). Removal needs the write lock, so the entry it found stays in
-//     the map, with refs >= 1, until the read lock is released: its increment
-//     never revives a removed entry.
-//   - A reference is dropped without a lock only while others remain: leave
-//     swaps refs from r to r-1 for r >= 2. The last one is dropped under the
-//     write lock, which removes the entry in the same hold when refs reaches 0.
-//     No reader holds the lock then, so no reference can be taken between the
-//     drop and the removal; and a reader that took one before makes the drop
-//     leave 1, and the entry stays.
+//   - refs goes from 0 to 1 only in activate, under the shard's mutex, after
+//     the entry's key and hash are set and before it is put in the table.
+//   - A call that finds an entry without the lock takes a reference by a
+//     compare-and-swap from r > 0 to r+1 (ref), and then checks the entry's
+//     hash and key: the entry may have become another key's since the call
+//     loaded it. The key is read only under that reference, while nobody can
+//     change it. A swap that finds 0 fails: the entry is not in the table, and
+//     the call looks further, then goes to the mutex (joinSlow).
+//   - Under the mutex every entry in the table has refs >= 1: the last
+//     reference is dropped under the mutex, which takes the entry out of the
+//     table in the same hold (leave). Any other reference is dropped by a
+//     compare-and-swap from r >= 2 to r-1, so refs reaches 0 only under the
+//     mutex.
 //
-// So the entry a call holds a reference to is in the map, serving the call's key,
-// until that reference is dropped; an entry is reused for another key (free)
-// only after removal, when nobody can hold a reference to it.
+// So an entry a call holds a reference to is in the table, serving the call's
+// key, until the reference is dropped; and an entry changes keys only while
+// nobody holds one. A reader that loaded an entry before it changed keys sees
+// a hash that differs, or refs at 0, or, if it took a reference just as the
+// entry became another key's, a key that differs: it drops the reference it
+// took (a reference of that other key's, by the rules above) and looks on.
 
-// shardCount is the number of shards: enough that keys active on different
-// cores rarely share a lock word, few enough that an empty set stays small.
+// shardCount is the number of shards: keys that become active on different
+// cores rarely share a mutex, and an empty set stays small.
 const shardCount = 32
 
-// A shard's index fits in a byte, which Units keeps in its padding.
-const _ = uint8(shardCount - 1)
+// maxFree bounds the idle entries a shard keeps for keys that become active.
+const maxFree = 2
 
-// A shard is one map of active keys and the idle entries kept for reuse.
+// A shard is one table of active keys and what is counted per shard.
 type shard struct {
-	mu sync.RWMutex
-	// m holds the shard's active keys. Guarded by mu: read under the read lock,
-	// changed under the write lock.
-	m map[string]*entry
-	// peak is the most entries m has held since it was made. Go maps do not
-	// shrink, so m is rebuilt when it falls to a small fraction of its peak (see
-	// remove). Guarded by mu (write lock).
-	peak int
-	// free keeps up to maxFree idle entries, with their semaphores, for keys that
-	// become active: a stream of short-lived keys then allocates nothing per key.
-	// Guarded by mu (write lock).
+	// mu is taken to change the table, to make a key active or inactive, and
+	// by the readings, which read each entry of the shard under it.
+	mu    sync.Mutex
+	table atomic.Pointer[table] // read without a lock; replaced under mu
+	// free keeps idle entries, with their semaphores and views, for keys that
+	// become active: a stream of short-lived keys then allocates nothing per
+	// key. Guarded by mu.
 	free []*entry
-	// acquired counts the successful acquisitions of the shard's keys. Atomic.
-	acquired atomic.Uint64
+
+	// Atomic; changed under mu, read without it.
+	active  atomic.Int64 // keys in the table
+	weights atomic.Int64 // the sum of their weights, with WithLimit
+	// retired is the calls granted to keys while their entries were in the
+	// table, for the entries that left it since. Guarded by mu.
+	retired uint64
+
+	// Atomic: the calls of the shard's keys that failed, by outcome (Stats).
+	timedOut, cancelled, rejected atomic.Uint64
+
+	_ [24]byte // the shards' hot words on separate cache lines
 }
 
-const (
-	// maxFree bounds the idle entries kept for reuse in each shard.
-	maxFree = 2
-	// rebuildAbove is the peak below which a shard's map is never rebuilt: a map
-	// this small costs little even when empty.
-	rebuildAbove = 1024 / shardCount
-)
-
-// An entry is one active key: its semaphore and who uses it.
+// An entry is one active key, or an idle one kept for another key. It holds
+// its key's semaphore, so that the two are one allocation of 128 bytes, and
+// what a call on the key writes (refs, acquired, the semaphore's state word)
+// and reads (hash, key, second) is in its first 64 bytes.
 type entry struct {
-	sem *semaphore.Semaphore // fixed: the key's limit, idle and healthy whenever refs is 0
-	// key is set under the shard's write lock when the entry enters the map;
-	// calls read it while they hold a reference (see the protocol above).
-	key  string
 	refs atomic.Int32 // see the protocol above
-	// waiting is the calls in progress not yet granted at every level. Atomic:
-	// read for Stats and Diagnostics.
-	waiting atomic.Int32
-	// held is the units held by the key's Units and, with WithLimit, granted at
-	// the limit to calls that have not returned yet. Atomic: changed outside every
-	// lock; read by the limit's choice of who goes next (limit.go), by Stats and
-	// by Diagnostics.
-	held atomic.Int64
-	// share is the key's part in the set's limit; nil without WithLimit.
-	share *share
+
+	// Set when the entry becomes a key's, under the shard's mutex, while refs
+	// is 0 (see the protocol). hash is atomic because readers that hold no
+	// reference read it; key is read only under a reference, or under the
+	// mutex.
+	hash atomic.Uint64
+	key  string
+
+	// acquired counts the key's calls granted since the entry became its key's:
+	// added to with atomic.AddUint64 by the calls, read atomically, and moved
+	// to its shard's retired under the mutex once refs is 0, when no call adds
+	// to it.
+	acquired uint64
+
+	// Fixed for the entry's life.
+	second level               // the key's view of the second level; nil: none (see level.go)
+	sem    semaphore.Semaphore // the key's level (semaphore.Semaphore.Init)
 }
 
-// shardOf returns the index of key's shard. A call computes it once, in join,
-// and its Units keeps it for Release.
-func (s *Set) shardOf(key string) uint8 {
-	return uint8(maphash.String(s.seed, key) % shardCount)
+// ref takes a reference to e unless refs is 0 (see the protocol).
+func (e *entry) ref() bool {
+	for {
+		r := e.refs.Load()
+		if r <= 0 {
+			return false
+		}
+		if e.refs.CompareAndSwap(r, r+1) {
+			return true
+		}
+	}
+}
+
+// shardOf returns key's hash and its shard.
+func (s *Set) shardOf(key string) (uint64, *shard) {
+	h := maphash.String(s.seed, key)
+	return h, &s.shards[h%shardCount]
 }
 
 // join takes a reference to key's entry, making the key active if it is not,
-// for a call asking for n units, and returns it with its shard's index. On a
-// broken set it takes nothing and returns the semaphore that fails such calls.
-func (s *Set) join(key string, n int64) (*entry, uint8, *semaphore.Semaphore) {
-	if s.label == "" {
-		panic(errZeroSet)
+// for a call asking for n units. On a broken set it takes nothing and returns
+// the semaphore that fails such calls. It is the first step of every acquire:
+// its common case, a key already active found at its home slot, is written
+// out here, and the rest is in lookup and joinSlow.
+func (s *Set) join(key string, n int64) (*entry, *shard, *semaphore.Semaphore) {
+	if s.label == "" || n < 0 {
+		s.misuse(key, n)
 	}
-	if n < 0 {
-		s.panicf("acquire %d units for key %q: negative", n, key)
+	h := maphash.String(s.seed, key)
+	sh := &s.shards[h%shardCount]
+	t := sh.table.Load()
+	i := t.home(h)
+	if e := t.slots[i].Load(); e != nil && e != tombstone && e.hash.Load() == h && s.refFor(e, h, key) {
+		return e, sh, nil
 	}
-	i := s.shardOf(key)
-	sh := &s.shards[i]
-	sh.mu.RLock()
-	e := sh.m[key]
-	if e != nil {
-		e.refs.Add(1) // under the read lock: e stays in the map (see the protocol)
+	if e := s.lookup(t, i, h, key); e != nil {
+		return e, sh, nil
 	}
-	sh.mu.RUnlock()
-	if e == nil {
-		var b *semaphore.Semaphore
-		if e, b = s.joinSlow(sh, key); b != nil {
-			return nil, 0, b
-		}
-	}
-	e.waiting.Add(1)
-	return e, i, nil
+	e, b := s.joinSlow(sh, h, key)
+	return e, sh, b
 }
 
-// joinSlow is join for a key that was not active when join looked.
-func (s *Set) joinSlow(sh *shard, key string) (*entry, *semaphore.Semaphore) {
+// lookup returns key's entry, of hash h, with a reference taken, searching t
+// from slot i, or nil if it found none without the lock. See the protocol.
+func (s *Set) lookup(t *table, i int, h uint64, key string) *entry {
+	n := len(t.slots)
+	for probes := 0; probes < n; probes++ {
+		e := t.slots[i].Load()
+		if e == nil {
+			return nil
+		}
+		if e != tombstone && e.hash.Load() == h && s.refFor(e, h, key) {
+			return e
+		}
+		if i++; i == n {
+			i = 0
+		}
+	}
+	return nil
+}
+
+// refFor takes a reference to e if e serves key, of hash h, and reports
+// whether it did. It checks the key under the reference it took: e may have
+// become another key's since the caller loaded it, and then the reference was
+// that key's, and is dropped.
+func (s *Set) refFor(e *entry, h uint64, key string) bool {
+	if !e.ref() {
+		return false
+	}
+	if e.hash.Load() == h && e.key == key {
+		return true
+	}
+	s.leave(e)
+	return false
+}
+
+// joinSlow is join for a key that was not active, or whose entry was leaving,
+// when lookup looked.
+func (s *Set) joinSlow(sh *shard, h uint64, key string) (*entry, *semaphore.Semaphore) {
 	if b := s.broken.Load(); b != nil {
 		return nil, b
 	}
@@ -132,17 +186,16 @@ func (s *Set) joinSlow(sh *shard, key string) (*entry, *semaphore.Semaphore) {
 	p := s.paramsFor(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	// Break stores broken before it breaks the keys of each shard under the
-	// shard's write lock: a key made active after that sees it here.
+	// Break stores broken before it breaks each shard's keys under the shard's
+	// mutex: a key made active after that sees it here.
 	if b := s.broken.Load(); b != nil {
 		return nil, b
 	}
-	e := sh.m[key]
-	if e == nil {
-		e = s.activate(sh, key, p)
+	if e := sh.table.Load().find(h, key); e != nil {
+		e.refs.Add(1) // under mu: refs >= 1 (see the protocol)
+		return e, nil
 	}
-	e.refs.Add(1)
-	return e, nil
+	return s.activate(sh, h, key, p), nil
 }
 
 // params are what the options say about one key.
@@ -177,9 +230,9 @@ func (s *Set) paramsFor(key string) params {
 	return p
 }
 
-// activate makes key active with parameters p, reusing an idle entry when one
-// is kept. sh.mu must be held for writing.
-func (s *Set) activate(sh *shard, key string, p params) *entry {
+// activate makes key, of hash h, active with parameters p and one reference,
+// in an idle entry if the shard keeps one. sh.mu must be held.
+func (s *Set) activate(sh *shard, h uint64, key string, p params) *entry {
 	var e *entry
 	if k := len(sh.free); k > 0 {
 		e = sh.free[k-1]
@@ -189,91 +242,108 @@ func (s *Set) activate(sh *shard, key string, p params) *entry {
 			e.sem.Resize(p.capacity) // idle: no holder, no waiter to fail
 		}
 	} else {
-		e = &entry{}
-		opts := s.keyOpts
-		if s.observer != nil {
-			opts = append(opts[:len(opts):len(opts)], semaphore.WithObserver(&keyObserver{s, e}))
-		}
-		e.sem = semaphore.New(p.capacity, opts...)
-		if s.limit != nil {
-			e.share = &share{}
-		}
+		e = s.newEntry(p.capacity)
 	}
 	e.key = key
-	if e.share != nil {
-		e.share.weight, e.share.guarantee, e.share.fresh = p.weight, p.guarantee, true
-		e.share.granted.Store(0)
-		s.weights.Add(p.weight)
+	if e.hash.Load() != h {
+		e.hash.Store(h) // a key made active again in its last entry keeps it
 	}
-	if sh.m == nil {
-		sh.m = make(map[string]*entry)
+	if f, ok := e.second.(*flow); ok {
+		f.activate(p.weight, p.guarantee)
+		sh.weights.Add(p.weight)
 	}
-	sh.m[key] = e
-	sh.peak = max(sh.peak, len(sh.m))
-	s.active.Add(1)
+	e.refs.Store(1)
+	sh.insert(h, e)
+	sh.active.Add(1)
 	return e
 }
 
-// leave drops one reference to e, in shard i, and makes the key inactive with
-// the last one.
-func (s *Set) leave(e *entry, i uint8) {
+// newEntry makes an idle entry with a semaphore of the given capacity and the
+// set's view of its second level.
+func (s *Set) newEntry(capacity int64) *entry {
+	e := &entry{}
+	opts := s.keyOpts
+	if s.observer != nil {
+		opts = append(opts[:len(opts):len(opts)], semaphore.WithObserver(&keyObserver{set: s, e: e}))
+	}
+	e.sem.Init(capacity, opts...)
+	switch {
+	case s.limit != nil:
+		e.second = &flow{limit: s.limit}
+	case s.global != nil:
+		e.second = &globalView{sem: s.global}
+	}
+	return e
+}
+
+// leave drops one reference to e, and makes its key inactive with the last.
+func (s *Set) leave(e *entry) {
+	if !e.unref() {
+		s.leaveSlow(e)
+	}
+}
+
+// unref drops one reference to e if it is not the last, and reports whether
+// it did: a swap from r >= 2 (see the protocol). Small enough to be inlined
+// into Units.Release.
+func (e *entry) unref() bool {
+	r := e.refs.Load()
+	return r > 1 && e.refs.CompareAndSwap(r, r-1)
+}
+
+// leaveSlow is leave when the swap failed or the reference may be the last.
+func (s *Set) leaveSlow(e *entry) {
 	for {
 		r := e.refs.Load()
 		if r <= 1 {
 			break
 		}
 		if e.refs.CompareAndSwap(r, r-1) {
-			return // not the last: others hold the entry in the map
+			return
 		}
 	}
-	// Perhaps the last: drop it under the write lock (see the protocol).
-	sh := &s.shards[i]
+	// Perhaps the last: drop it under the mutex (see the protocol).
+	h := e.hash.Load()
+	sh := &s.shards[h%shardCount]
 	sh.mu.Lock()
-	if e.refs.Add(-1) == 0 {
-		s.remove(sh, e)
+	r := e.refs.Add(-1)
+	if r == 0 {
+		s.remove(sh, h, e)
 	}
 	sh.mu.Unlock()
+	if r < 0 {
+		s.panicf("key %q released more often than acquired", e.key)
+	}
 }
 
-// remove takes e, which has no reference left, out of its shard's map; it keeps
-// it for reuse when its semaphore is idle and healthy. sh.mu must be held for
-// writing.
-func (s *Set) remove(sh *shard, e *entry) {
-	delete(sh.m, e.key)
-	if e.share != nil {
-		s.weights.Add(-e.share.weight)
+// remove takes e, of hash h, which has no reference left, out of its shard's
+// table, and keeps it for another key when its semaphore is idle and healthy.
+// sh.mu must be held.
+func (s *Set) remove(sh *shard, h uint64, e *entry) {
+	sh.delete(h, e)
+	sh.retired += e.acquired
+	e.acquired = 0
+	if f, ok := e.second.(*flow); ok {
+		sh.weights.Add(-f.weight)
 	}
 	if s.broken.Load() == nil && len(sh.free) < maxFree && e.sem.Waiters() == 0 && e.sem.Available() == e.sem.Capacity() {
-		e.key = ""
 		sh.free = append(sh.free, e)
 	}
-	// Go maps never give back the memory of deleted entries: rebuild the map
-	// when it is down to an eighth of its peak. The copy costs at most an eighth
-	// of the deletions since the last rebuild, so O(1) per deletion amortized.
-	if k := len(sh.m); sh.peak > rebuildAbove && k <= sh.peak/8 {
-		m := make(map[string]*entry, k)
-		for key, e := range sh.m {
-			m[key] = e
-		}
-		sh.m, sh.peak = m, k
-	}
 	// The Dekker pair with Drain: see drainedLocked.
-	if s.active.Add(-1) == 0 && s.draining.Load() > 0 {
+	if sh.active.Add(-1) == 0 && s.draining.Load() > 0 {
 		s.mu.Lock()
 		s.drainedLocked()
 		s.mu.Unlock()
 	}
 }
 
-// eachEntry calls f for every active key, under its shard's read lock, one
-// shard at a time: f must be quick and must not call the set.
+// eachEntry calls f for every active key, under its shard's mutex, one shard
+// at a time: f must be quick and must not call the set.
 func (s *Set) eachEntry(f func(*entry)) {
 	for i := range s.shards {
 		sh := &s.shards[i]
-		sh.mu.RLock()
-		for _, e := range sh.m {
-			f(e)
-		}
-		sh.mu.RUnlock()
+		sh.mu.Lock()
+		sh.table.Load().each(f)
+		sh.mu.Unlock()
 	}
 }

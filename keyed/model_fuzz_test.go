@@ -22,6 +22,7 @@ type modelCall struct {
 	cancel   context.CancelFunc
 	done     chan result // the goroutine's result
 	units    *keyed.Units
+	into     bool // acquired with AcquireInto, into a Units reused from an earlier call
 
 	// The model's view.
 	state string // "key" (waiting for the key), "global" (waiting for the global units), "held", "released", "failed"
@@ -42,6 +43,15 @@ type twoLevelModel struct {
 	calls    []*modelCall
 	now      time.Time
 	capacity map[string]int64
+	granted  map[string]uint64 // calls granted per key since it became active
+	total    uint64            // calls granted
+}
+
+// held moves c to held, and counts its grant.
+func (m *twoLevelModel) held(c *modelCall) {
+	c.state = "held"
+	m.granted[c.key]++
+	m.total++
 }
 
 func (m *twoLevelModel) fail(c *modelCall, err error) {
@@ -70,7 +80,7 @@ func (m *twoLevelModel) settle(keysFirst []string) {
 
 func (m *twoLevelModel) toGlobal(c *modelCall) {
 	if !m.global {
-		c.state = "held"
+		m.held(c)
 		return
 	}
 	if c.n > m.gCap { // larger than the global capacity: refused at once
@@ -88,7 +98,7 @@ func (m *twoLevelModel) grantGlobal() {
 		c := m.gLine[0]
 		m.gLine = m.gLine[1:]
 		m.gFree -= c.n
-		c.state = "held"
+		m.held(c)
 	}
 }
 
@@ -126,7 +136,8 @@ func remove(line []*modelCall, c *modelCall) []*modelCall {
 	panic("not in line")
 }
 
-// FuzzSetModel drives a Set in a synctest bubble with Acquire (cancellable),
+// FuzzSetModel drives a Set in a synctest bubble with Acquire and AcquireInto
+// (cancellable; AcquireInto into Units released by earlier calls),
 // AcquireTimeout (each with a deadline at its own instant), TryAcquire, releases,
 // cancellations, the passing of time and Break, over three keys of capacities 1
 // to 3 and an optional global semaphore of capacity 1 to 4. With a global
@@ -134,10 +145,11 @@ func remove(line []*modelCall, c *modelCall) []*modelCall {
 // is too large), so a key grants one request at a time and the order in which
 // granted requests reach the global line is that of the model (requests a key
 // grants together would race to the global line). Without one, requests have
-// any weight from 0 to one more than the key's capacity. After each step, once every goroutine is blocked,
-// it checks that each call's outcome, each key's held units and waiters, and the
-// global semaphore's availability and waiters are the model's; at the end, that
-// everything came back and no key is left in the map.
+// any weight from 0 to one more than the key's capacity. After each step, once
+// every goroutine is blocked, it checks that each call's outcome, each key's
+// held units, waiters and calls granted since it became active, the set's
+// calls granted, and the global semaphore's availability and waiters are the
+// model's; at the end, that everything came back and no key is left.
 func FuzzSetModel(f *testing.F) {
 	f.Add([]byte{2, 1, 2, 3, 0, 0, 0, 1, 0, 2, 1, 4, 0, 6, 0, 0, 4, 1, 5, 0})
 	f.Add([]byte{3, 3, 2, 1, 2, 0, 2, 1, 2, 2, 0, 0, 6, 1, 4, 0, 6, 2, 7, 0})
@@ -171,14 +183,21 @@ func runSetModel(t *testing.T, gCap int64, caps map[string]int64, ops []byte) {
 	m := &twoLevelModel{
 		keyFree: map[string]int64{}, keyLine: map[string][]*modelCall{},
 		global: g != nil, gCap: gCap, gFree: gCap, now: time.Now(), capacity: caps,
+		granted: map[string]uint64{},
 	}
+	var spare []*keyed.Units // released Units, for AcquireInto to fill again
 	for k, c := range caps {
 		m.keyFree[k] = c
 	}
 	keys := []string{"a", "b", "c"}
 	brokenBy := errors.New("model break")
 
-	start := func(c *modelCall, timed bool) { c.start(s, timed, m.now) }
+	start := func(c *modelCall, timed bool) {
+		if c.into && len(spare) > 0 {
+			c.units, spare = spare[len(spare)-1], spare[:len(spare)-1]
+		}
+		c.start(s, timed, m.now)
+	}
 	// enqueue puts a new call in the model as the set sees it arrive.
 	enqueue := func(c *modelCall) {
 		m.calls = append(m.calls, c)
@@ -208,9 +227,16 @@ func runSetModel(t *testing.T, gCap int64, caps map[string]int64, ops []byte) {
 				switch c.state {
 				case "held":
 					require.NoError(t, r.err, "step %d: call %d (%s, %d units) should be granted", step, c.id, c.key, c.n)
+					require.Equal(t, c.n, c.units.Count(), "step %d: call %d", step, c.id)
+					require.Equal(t, c.key, c.units.Key(), "step %d: call %d", step, c.id)
 				case "failed":
 					require.ErrorIs(t, r.err, c.err, "step %d: call %d (%s, %d units)", step, c.id, c.key, c.n)
-					require.Nil(t, r.u)
+					if c.into {
+						require.Zero(t, r.u.Count(), "a failed AcquireInto leaves its Units holding nothing")
+						spare = append(spare, r.u)
+					} else {
+						require.Nil(t, r.u)
+					}
 				default:
 					require.Failf(t, "returned while the model has it waiting", "step %d: call %d (%s, %d units) is at %s; got %v", step, c.id, c.key, c.n, c.state, r.err)
 				}
@@ -229,8 +255,17 @@ func runSetModel(t *testing.T, gCap int64, caps map[string]int64, ops []byte) {
 					waiting++
 				}
 			}
-			require.Equal(t, keyed.KeyStats{Key: k, Capacity: caps[k], Held: held, Waiters: waiting}, s.KeyStats(k), "step %d", step)
+			active := waiting > 0
+			for _, c := range m.calls {
+				active = active || c.key == k && c.state == "held"
+			}
+			if !active {
+				m.granted[k] = 0 // counted anew when the key becomes active again
+			}
+			require.Equal(t, keyed.KeyStats{Key: k, Capacity: caps[k], Held: held, Waiters: waiting, Acquired: m.granted[k]},
+				s.KeyStats(k), "step %d", step)
 		}
+		require.Equal(t, m.total, s.Stats().Acquired, "step %d: calls granted", step)
 		if g != nil && !m.broken {
 			require.Equal(t, m.gFree, g.Available(), "step %d: global units free", step)
 			require.Equal(t, len(m.gLine), g.Waiters(), "step %d: global waiters", step)
@@ -249,7 +284,8 @@ func runSetModel(t *testing.T, gCap int64, caps map[string]int64, ops []byte) {
 		}
 		c := &modelCall{id: len(m.calls), key: key, n: n}
 		switch op {
-		case 0, 1: // Acquire with a context
+		case 0, 1: // Acquire with a context; with op 1, AcquireInto
+			c.into = op == 1
 			enqueue(c)
 			start(c, false)
 		case 2: // AcquireTimeout, with a deadline at an instant of its own
@@ -266,7 +302,8 @@ func runSetModel(t *testing.T, gCap int64, caps map[string]int64, ops []byte) {
 				if m.global {
 					m.gFree -= n
 				}
-				c.state, c.units = "held", u
+				c.units = u
+				m.held(c)
 				m.calls = append(m.calls, c)
 			}
 		case 4, 7: // release a holder; op 7 with a small arg breaks the set instead
@@ -292,6 +329,9 @@ func runSetModel(t *testing.T, gCap int64, caps map[string]int64, ops []byte) {
 			}
 			h := held[int(arg)%len(held)]
 			h.units.Release()
+			if h.into {
+				spare = append(spare, h.units)
+			}
 			if m.broken {
 				h.state = "released"
 			} else {
@@ -365,12 +405,19 @@ func (c *modelCall) start(s *keyed.Set, timed bool, now time.Time) {
 		ctx, c.cancel = context.WithCancel(context.Background())
 	}
 	d := c.deadline.Sub(now)
+	into := c.units
+	if c.into && into == nil {
+		into = new(keyed.Units)
+	}
 	go func() {
 		var u *keyed.Units
 		var err error
-		if timed {
+		switch {
+		case timed:
 			u, err = s.AcquireTimeout(d, c.key, c.n)
-		} else {
+		case c.into:
+			u, err = into, s.AcquireInto(ctx, into, c.key, c.n)
+		default:
 			u, err = s.Acquire(ctx, c.key, c.n)
 		}
 		c.done <- result{u, err}

@@ -47,7 +47,8 @@ func WithCapacityFunc(f func(key string) int64) Option {
 
 // WithGlobal makes every acquisition also take its units from global, a
 // semaphore shared by all keys (and possibly by other code), after the key's
-// units. Break on the set breaks global too. WithGlobal panics if global is nil.
+// units, in global's FIFO order. Break on the set breaks global too.
+// WithGlobal panics if global is nil.
 func WithGlobal(global *semaphore.Semaphore) Option {
 	if global == nil {
 		panic("keyed: WithGlobal(nil)")
@@ -62,6 +63,9 @@ func WithGlobal(global *semaphore.Semaphore) Option {
 // hard: the units held never exceed it. Resize changes it. A limit above
 // semaphore.MaxUnits is taken as MaxUnits. It excludes WithGlobal: New panics
 // if both are given. WithLimit panics if n is negative.
+//
+// For a limit shared by keys that have no limit of their own, give New the
+// capacity NoKeyLimit: New(NoKeyLimit, WithLimit(n)).
 func WithLimit(n int64) Option {
 	if n < 0 {
 		panic(fmt.Sprintf("keyed: WithLimit(%d): negative", n))

@@ -7,8 +7,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/fairsem/semaphore/internal/errs"
+	"github.com/fairsem/semaphore/internal/statsline"
 )
 
 // Stats is a snapshot of a set: its active keys in total, and counters that
@@ -21,8 +23,9 @@ type Stats struct {
 	Name    string // from WithName
 	Keys    int    // keys active now: with holders or calls in progress
 	Limit   int64  // the limit of WithLimit now; 0 without one
+	Limited bool   // the set has a limit (WithLimit): Limit is it
 	Held    int64  // units held now by the set's Units, summed over keys (each also holds as many at the global level)
-	Waiters int    // calls in progress now: waiting for their key's units or the global level's
+	Waiters int    // calls waiting now: at their key's semaphore, or at the second level holding their key's units
 	Broken  bool   // Break was called
 
 	Acquired  uint64 // successful acquisitions (TryAcquire included)
@@ -34,16 +37,16 @@ type Stats struct {
 // KeyStats is a snapshot of one key.
 type KeyStats struct {
 	Key      string
-	Capacity int64 // the key's capacity: the default or its override
-	Held     int64 // units held by the key's Units
-	Waiters  int   // the key's calls in progress: at the key's semaphore or the global level
+	Capacity int64  // the key's capacity: the default or its override
+	Held     int64  // units held by the key's holders (Units), at both levels
+	Waiters  int    // the key's calls waiting: at the key's semaphore, or holding its units at the second level
+	Acquired uint64 // the key's calls granted since the key became active
 
 	// With WithLimit only; zero without.
-	Weight    int64  // the key's weight (WithWeightFunc; 1 by default)
-	Guarantee int64  // the key's guaranteed minimum (WithGuaranteeFunc)
-	Share     int64  // the key's weighted share of the limit if every active key wanted more: Limit × Weight / (the active keys' weights), rounded down, at least Guarantee and at most Capacity
-	Borrowed  int64  // units held beyond Share: lent by keys that do not use their share
-	Acquired  uint64 // the key's calls granted the limit's units since the key became active
+	Weight    int64 // the key's weight (WithWeightFunc; 1 by default)
+	Guarantee int64 // the key's guaranteed minimum (WithGuaranteeFunc)
+	Share     int64 // the key's weighted share of the limit if every active key wanted more: Limit × Weight / (the active keys' weights), rounded down, at least Guarantee and at most Capacity
+	Borrowed  int64 // units held beyond Share: lent by keys that do not use their share
 }
 
 // Stats returns a snapshot of the set. It reads each active key under its
@@ -53,24 +56,103 @@ func (s *Set) Stats() Stats {
 	if s.label == "" {
 		panic(errZeroSet)
 	}
-	limit, _ := s.Limit()
-	st := Stats{
-		Name:      s.name,
-		Limit:     limit,
-		TimedOut:  s.timedOut.Load(),
-		Cancelled: s.cancelled.Load(),
-		Rejected:  s.rejected.Load(),
-	}
+	limit, limited := s.Limit()
+	st := Stats{Name: s.name, Limit: limit, Limited: limited}
 	for i := range s.shards {
-		st.Acquired += s.shards[i].acquired.Load()
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		st.Acquired += sh.retired
+		sh.table.Load().each(func(e *entry) {
+			st.Keys++
+			st.Held += e.held()
+			st.Waiters += e.waiters()
+			st.Acquired += atomic.LoadUint64(&e.acquired)
+		})
+		sh.mu.Unlock()
+		st.TimedOut += sh.timedOut.Load()
+		st.Cancelled += sh.cancelled.Load()
+		st.Rejected += sh.rejected.Load()
 	}
-	s.eachEntry(func(e *entry) {
-		st.Keys++
-		st.Held += e.held.Load()
-		st.Waiters += int(e.waiting.Load())
-	})
 	st.Broken = s.broken.Load() != nil
 	return st
+}
+
+// held reads the units held by e's holders: those its key's semaphore counts
+// held, less those of calls still on their way through the second level. Read
+// as two numbers while calls run, it is clamped at 0.
+func (e *entry) held() int64 {
+	var pending int64
+	if e.second != nil {
+		_, pending = e.second.inFlight()
+	}
+	return max(e.sem.Stats().Held-pending, 0)
+}
+
+// waiters reads the calls waiting on e's key: at its semaphore, and at the
+// second level holding its units.
+func (e *entry) waiters() int {
+	w := e.sem.Waiters()
+	if e.second != nil {
+		calls, _ := e.second.inFlight()
+		w += calls
+	}
+	return w
+}
+
+// weights sums the weights of the active keys.
+func (s *Set) weights() int64 {
+	var w int64
+	for i := range s.shards {
+		w += s.shards[i].weights.Load()
+	}
+	return w
+}
+
+// String writes s on one line, each field under the name the metrics and
+// Diagnostics give it, for example
+//
+//	keyed "uploads" keys=3 limit=10 held=9 waiters=5 broken=false acquired=120 timed_out=1 cancelled=0 rejected=2
+//
+// limit is "none" for a set without one. The name is quoted; an unnamed
+// set's line begins "unnamed keyed".
+func (s Stats) String() string {
+	l := statsline.New("keyed", s.Name)
+	l.Int("keys", int64(s.Keys))
+	if s.Limited {
+		l.Int("limit", s.Limit)
+	} else {
+		l.Word("limit", "none")
+	}
+	l.Int("held", s.Held)
+	l.Int("waiters", int64(s.Waiters))
+	l.Bool("broken", s.Broken)
+	l.Uint("acquired", s.Acquired)
+	l.Uint("timed_out", s.TimedOut)
+	l.Uint("cancelled", s.Cancelled)
+	l.Uint("rejected", s.Rejected)
+	return l.String()
+}
+
+// String writes ks on one line, each field under the name Diagnostics gives
+// it, for example
+//
+//	key "alice" capacity=4 held=4 waiters=3 weight=2 guarantee=1 share=3 borrowed=1 acquired=17
+//
+// the fields of a set with a limit (weight to acquired) only when Weight is
+// not 0, as it is in a set with one. The key is quoted, "" included.
+func (ks KeyStats) String() string {
+	l := statsline.Quoted("key", ks.Key)
+	l.Int("capacity", ks.Capacity)
+	l.Int("held", ks.Held)
+	l.Int("waiters", int64(ks.Waiters))
+	if ks.Weight != 0 {
+		l.Int("weight", ks.Weight)
+		l.Int("guarantee", ks.Guarantee)
+		l.Int("share", ks.Share)
+		l.Int("borrowed", ks.Borrowed)
+		l.Uint("acquired", ks.Acquired)
+	}
+	return l.String()
 }
 
 // KeyStats returns a snapshot of key. A key that is not active holds nothing and
@@ -81,30 +163,31 @@ func (s *Set) KeyStats(key string) KeyStats {
 		panic(errZeroSet)
 	}
 	limit, _ := s.Limit()
-	sh := &s.shards[s.shardOf(key)]
-	sh.mu.RLock()
-	if e := sh.m[key]; e != nil {
-		ks := s.keyStatsOf(e, limit, s.weights.Load())
-		sh.mu.RUnlock()
+	weights := s.weights()
+	h, sh := s.shardOf(key)
+	sh.mu.Lock()
+	if e := sh.table.Load().find(h, key); e != nil {
+		ks := keyStatsOf(e, limit, weights)
+		sh.mu.Unlock()
 		return ks
 	}
-	sh.mu.RUnlock()
+	sh.mu.Unlock()
 	p := s.paramsFor(key)
 	ks := KeyStats{Key: key, Capacity: p.capacity}
 	if s.limit != nil {
 		ks.Weight, ks.Guarantee = p.weight, p.guarantee
-		ks.Share = shareOf(limit, p, s.weights.Load()+p.weight)
+		ks.Share = shareOf(limit, p, weights+p.weight)
 	}
 	return ks
 }
 
-// keyStatsOf reads e, which serves its key: its shard's lock must be held.
+// keyStatsOf reads e, which serves its key: its shard's mutex must be held.
 // limit and weights are the set's limit and its active keys' weights.
-func (s *Set) keyStatsOf(e *entry, limit, weights int64) KeyStats {
-	ks := KeyStats{Key: e.key, Capacity: e.sem.Capacity(), Held: e.held.Load(), Waiters: int(e.waiting.Load())}
-	if sh := e.share; sh != nil {
-		ks.Weight, ks.Guarantee, ks.Acquired = sh.weight, sh.guarantee, sh.granted.Load()
-		ks.Share = shareOf(limit, params{capacity: ks.Capacity, weight: sh.weight, guarantee: sh.guarantee}, weights)
+func keyStatsOf(e *entry, limit, weights int64) KeyStats {
+	ks := KeyStats{Key: e.key, Capacity: e.sem.Capacity(), Held: e.held(), Waiters: e.waiters(), Acquired: atomic.LoadUint64(&e.acquired)}
+	if f, ok := e.second.(*flow); ok {
+		ks.Weight, ks.Guarantee = f.weight, f.guarantee
+		ks.Share = shareOf(limit, params{capacity: ks.Capacity, weight: f.weight, guarantee: f.guarantee}, weights)
 		ks.Borrowed = max(ks.Held-ks.Share, 0)
 	}
 	return ks
@@ -132,9 +215,9 @@ func (s *Set) ActiveKeys(maxKeys int) []KeyStats {
 		panic(errZeroSet)
 	}
 	limit, _ := s.Limit()
-	weights := s.weights.Load()
+	weights := s.weights()
 	var rows []KeyStats
-	s.eachEntry(func(e *entry) { rows = append(rows, s.keyStatsOf(e, limit, weights)) })
+	s.eachEntry(func(e *entry) { rows = append(rows, keyStatsOf(e, limit, weights)) })
 	slices.SortFunc(rows, func(a, b KeyStats) int {
 		if c := cmp.Compare(b.Held, a.Held); c != 0 {
 			return c

@@ -2,6 +2,9 @@ package keyed_test
 
 import (
 	"context"
+	"fmt"
+	"strconv"
+	"strings"
 	"testing"
 	"testing/synctest"
 
@@ -9,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fairsem/semaphore"
+	"github.com/fairsem/semaphore/internal/statsline/statslinetest"
 	"github.com/fairsem/semaphore/keyed"
 )
 
@@ -20,7 +24,7 @@ func TestStats_SumTheActiveKeysAndCountCalls(t *testing.T) {
 		ch := acquireAsync(context.Background(), s, "a", 1)
 		synctest.Wait()
 		assert.Equal(t, keyed.Stats{Name: "up", Keys: 2, Held: 3, Waiters: 1, Acquired: 2}, s.Stats())
-		assert.Equal(t, keyed.KeyStats{Key: "a", Capacity: 2, Held: 2, Waiters: 1}, s.KeyStats("a"))
+		assert.Equal(t, keyed.KeyStats{Key: "a", Capacity: 2, Held: 2, Waiters: 1, Acquired: 1}, s.KeyStats("a"))
 		assert.Equal(t, keyed.KeyStats{Key: "none", Capacity: 2}, s.KeyStats("none"))
 		a.Release()
 		r := <-ch
@@ -100,4 +104,50 @@ func TestActiveKeys_MostHeldFirstAtMostMaxKeys(t *testing.T) {
 		u.Release()
 	}
 	assert.Empty(t, s.ActiveKeys(0))
+}
+
+// Stats and KeyStats print with %v as one line in the words of the metrics and
+// Diagnostics.
+func TestStats_PrintAsOneLineInTheMetricsWords(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := keyed.New(2, keyed.WithName("up"))
+		a, _ := s.TryAcquire("a", 2)
+		ch := acquireAsync(context.Background(), s, "a", 1)
+		synctest.Wait()
+		assert.Equal(t, `keyed "up" keys=1 limit=none held=2 waiters=1 broken=false acquired=1 timed_out=0 cancelled=0 rejected=0`, fmt.Sprint(s.Stats()))
+		assert.Equal(t, `key "a" capacity=2 held=2 waiters=1`, fmt.Sprint(s.KeyStats("a")))
+		a.Release()
+		r := <-ch
+		require.NoError(t, r.err)
+		r.u.Release()
+
+		fair := keyed.New(3, keyed.WithLimit(4), keyed.WithWeightFunc(func(k string) int64 { return int64(len(k)) }))
+		b, _ := fair.TryAcquire("bb", 3)
+		c, _ := fair.TryAcquire("c", 1)
+		assert.Equal(t, `unnamed keyed keys=2 limit=4 held=4 waiters=0 broken=false acquired=2 timed_out=0 cancelled=0 rejected=0`, fair.Stats().String())
+		assert.Equal(t, `key "bb" capacity=3 held=3 waiters=0 weight=2 guarantee=0 share=2 borrowed=1 acquired=1`, fair.KeyStats("bb").String())
+		b.Release()
+		c.Release()
+		fair.Break(nil)
+		assert.Equal(t, `unnamed keyed keys=0 limit=4 held=0 waiters=0 broken=true acquired=2 timed_out=0 cancelled=0 rejected=0`, fair.Stats().String())
+	})
+}
+
+func TestStats_StringNamesEveryField(t *testing.T) {
+	st := keyed.Stats{Name: "n", Keys: 1, Limit: 1, Limited: true, Held: 1, Waiters: 1, Broken: true, Acquired: 1, TimedOut: 1, Cancelled: 1, Rejected: 1}
+	statslinetest.EveryField(t, st, st.String(), map[string]string{"Limited": ""})
+	ks := keyed.KeyStats{Key: "k", Capacity: 1, Held: 1, Waiters: 1, Weight: 1, Guarantee: 1, Share: 1, Borrowed: 1, Acquired: 1}
+	statslinetest.EveryField(t, ks, ks.String(), map[string]string{"Key": ""})
+}
+
+func TestStats_StringQuotesHostileNamesAndKeys(t *testing.T) {
+	for _, name := range []string{"a\nb", `<i>"x" held=999</i>`, strings.Repeat("x", 5000), "\xff"} {
+		s := keyed.New(1, keyed.WithName(name))
+		u, ok := s.TryAcquire(name, 1)
+		require.True(t, ok)
+		assert.Equal(t, "keyed "+strconv.Quote(name)+" keys=1 limit=none held=1 waiters=0 broken=false acquired=1 timed_out=0 cancelled=0 rejected=0", s.Stats().String())
+		assert.Equal(t, "key "+strconv.Quote(name)+" capacity=1 held=1 waiters=0", s.KeyStats(name).String())
+		u.Release()
+	}
+	assert.Equal(t, `key "" capacity=1 held=0 waiters=0`, keyed.New(1).KeyStats("").String(), "the empty key is a key")
 }

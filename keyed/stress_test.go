@@ -196,23 +196,33 @@ func stress(t *testing.T, breakIt, limited bool) {
 // semaphores.
 func TestStress_AKeyHasOneEntryAtATime(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	const keys = 6
 	ops := 1_000_000
 	if testing.Short() || raceEnabled {
 		ops = 50_000
 	}
 	s := keyed.New(1)
-	var holders [2]atomic.Int32
-	var violations atomic.Int64
+	var holders [keys]atomic.Int32
+	var violations, granted atomic.Int64
 	var wg sync.WaitGroup
 	for w := range 4 {
 		wg.Go(func() {
+			var into keyed.Units
 			for i := range ops {
-				k := (i + w) % 2
-				u, ok := s.TryAcquire(strconv.Itoa(k), 1)
-				if !ok {
-					continue
+				k := (i*7 + w) % keys // keys made active and inactive in turn, their entries passed from key to key
+				key := strconv.Itoa(k)
+				u := &into
+				if w%2 == 0 {
+					var ok bool
+					if u, ok = s.TryAcquire(key, 1); !ok {
+						continue
+					}
+				} else if err := s.AcquireInto(context.Background(), &into, key, 1); err != nil {
+					t.Error(err)
+					return
 				}
-				if holders[k].Add(1) > 1 {
+				granted.Add(1)
+				if holders[k].Add(1) > 1 || u.Key() != key {
 					violations.Add(1)
 				}
 				holders[k].Add(-1)
@@ -222,7 +232,7 @@ func TestStress_AKeyHasOneEntryAtATime(t *testing.T) {
 	}
 	wg.Wait()
 	assert.Zero(t, violations.Load(), "a key was held twice at once")
-	assert.Equal(t, 0, s.Stats().Keys)
+	assert.Equal(t, keyed.Stats{Acquired: uint64(granted.Load())}, s.Stats())
 }
 
 // cancelSome cancels the context of some calls the moment they are granted
@@ -241,10 +251,11 @@ func (*cancelSome) Broken(*keyed.Set, error) {}
 // TestStress_TheLimitIsNeverExceededAtAnyGrant runs many goroutines on a few
 // keys of a set with a limit of its own, weights and guarantees, with
 // cancellations before, during and after the grants at both levels, timeouts,
-// TryAcquire, and a goroutine resizing the limit without pause, and counts the
-// units out on the test's side at every grant: never more than the largest
-// limit set, never more than a key's capacity. Then every unit comes back, the
-// counters agree with the test's, and no key is left.
+// TryAcquire, AcquireInto into Units used again, and a goroutine resizing the
+// limit without pause, and counts the units out on the test's side at every
+// grant: never more than the largest limit set, never more than a key's
+// capacity. Then every unit comes back, the counters agree with the test's
+// count of calls granted and failed by outcome, and no key is left.
 func TestStress_TheLimitIsNeverExceededAtAnyGrant(t *testing.T) {
 	const (
 		keys    = 6
@@ -264,6 +275,7 @@ func TestStress_TheLimitIsNeverExceededAtAnyGrant(t *testing.T) {
 	var total atomic.Int64
 	var out [keys]atomic.Int64
 	var violations, granted atomic.Int64
+	var failed [semaphore.Shed + 1]atomic.Uint64 // by outcome
 	stop := make(chan struct{})
 	var resizer sync.WaitGroup
 	resizer.Go(func() {
@@ -282,13 +294,20 @@ func TestStress_TheLimitIsNeverExceededAtAnyGrant(t *testing.T) {
 	for w := range workers {
 		wg.Go(func() {
 			r := rand.New(rand.NewPCG(uint64(w), 3))
+			var into keyed.Units // filled by AcquireInto, used again once released
 			for range ops {
 				k := r.IntN(keys)
 				key := strconv.Itoa(k)
 				n := r.Int64N(keyCap + 1)
 				var u *keyed.Units
 				var err error
-				switch r.IntN(6) {
+				switch r.IntN(7) {
+				case 6:
+					ctx, cancel := context.WithTimeout(context.Background(), time.Duration(r.IntN(500))*time.Microsecond)
+					if err = s.AcquireInto(ctx, &into, key, n); err == nil {
+						u = &into
+					}
+					cancel()
 				case 0:
 					var ok bool
 					if u, ok = s.TryAcquire(key, n); !ok {
@@ -325,6 +344,7 @@ func TestStress_TheLimitIsNeverExceededAtAnyGrant(t *testing.T) {
 					o, ok := semaphore.OutcomeOf(err)
 					assert.True(t, ok, err)
 					assert.Contains(t, []semaphore.Outcome{semaphore.Cancelled, semaphore.TimedOut, semaphore.TooLarge}, o, err)
+					failed[o].Add(1)
 					continue
 				}
 				granted.Add(1)
@@ -354,6 +374,9 @@ func TestStress_TheLimitIsNeverExceededAtAnyGrant(t *testing.T) {
 	assert.Equal(t, int64(0), st.Held)
 	assert.Equal(t, 0, st.Waiters)
 	assert.Equal(t, uint64(granted.Load()), st.Acquired)
+	assert.Equal(t, failed[semaphore.TimedOut].Load(), st.TimedOut, "calls that timed out, counted once")
+	assert.Equal(t, failed[semaphore.Cancelled].Load(), st.Cancelled, "calls cancelled, counted once")
+	assert.Equal(t, failed[semaphore.TooLarge].Load(), st.Rejected, "calls refused as too large, counted once")
 	s.Resize(hi)
 	var all []*keyed.Units
 	for k := range hi {

@@ -2,8 +2,8 @@ package keyed
 
 import "sync/atomic"
 
-// Units owns units of one key, and as many of the set's global semaphore, until
-// it gives them back:
+// Units owns units of one key, and as many of the set's second level (its
+// limit or global semaphore), until it gives them back:
 //
 //	u, err := set.Acquire(ctx, user, 1)
 //	if err != nil {
@@ -13,48 +13,54 @@ import "sync/atomic"
 //
 // Release is idempotent and does nothing on a nil *Units, which is what a
 // failed acquire returns, so an early Release and the deferred one are both
-// safe. All methods are safe for concurrent use.
+// safe. A zero Units holds nothing; AcquireInto fills one the caller provides,
+// and may fill it again once it is released. All methods are safe for
+// concurrent use, AcquireInto excepted.
 type Units struct {
-	set      *Set   // fixed
-	e        *entry // fixed; not to be used once released: the entry may serve another key
-	key      string // fixed
-	n        int64  // fixed
-	released atomic.Bool
-	shard    uint8 // fixed: the index of e's shard
+	// n is the units owned plus one while they are owned, and 0 before and
+	// after: Release swaps it to 0, so that the units go back once. A plain
+	// int64 read and swapped with the atomic functions, written plainly by
+	// AcquireInto, which owns u while it runs.
+	n   int64
+	set *Set
+	e   *entry // the key's entry; not used once released (it may serve another key by then)
+	key string
 }
 
-// Release gives the units back to the global level, then to the key, and
+// Release gives the units back to the second level, then to the key, and
 // lets the key become inactive if nobody else uses it. It does so once, however
-// many goroutines call it, and does nothing on a nil *Units. Units returned to a
-// broken set are dropped, as the core drops them, and still counted for Drain.
+// many goroutines call it, and does nothing on a nil or zero *Units. Units
+// returned to a broken set are dropped, as the core drops them, and still
+// counted for Drain.
 func (u *Units) Release() {
-	if u == nil || !u.released.CompareAndSwap(false, true) {
+	if u == nil {
 		return
 	}
-	s, e := u.set, u.e
-	switch {
-	case s.limit != nil:
-		s.giveBack(e, u.n)
-	case s.global != nil:
-		s.global.Release(u.n)
-		e.held.Add(-u.n)
-	default:
-		e.held.Add(-u.n)
+	v := atomic.SwapInt64(&u.n, 0)
+	if v == 0 {
+		return
 	}
-	e.sem.Release(u.n)
-	s.leave(e, u.shard)
+	n, e := v-1, u.e
+	if lv := e.second; lv != nil {
+		lv.Release(n)
+	}
+	e.sem.Release(n)
+	if !e.unref() {
+		u.set.leaveSlow(e)
+	}
 }
 
 // Count returns the number of units u owns at each level: n until released, then
-// 0; 0 for a nil *Units.
+// 0; 0 for a nil or zero *Units.
 func (u *Units) Count() int64 {
-	if u == nil || u.released.Load() {
+	if u == nil {
 		return 0
 	}
-	return u.n
+	return max(atomic.LoadInt64(&u.n)-1, 0)
 }
 
-// Key returns the key the units belong to; "" for a nil *Units.
+// Key returns the key the units belong to, also once released; "" for a nil or
+// zero *Units.
 func (u *Units) Key() string {
 	if u == nil {
 		return ""

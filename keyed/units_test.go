@@ -48,7 +48,8 @@ func TestUnits_ReleasedEntryServesAnotherKeyWithoutConfusion(t *testing.T) {
 	b, ok := s.TryAcquire("b", 1) // may reuse a's idle entry
 	require.True(t, ok)
 	a.Release() // a second Release of a must not touch b's entry
-	assert.Equal(t, keyed.KeyStats{Key: "b", Capacity: 1, Held: 1}, s.KeyStats("b"))
+	assert.Equal(t, keyed.KeyStats{Key: "b", Capacity: 1, Held: 1, Acquired: 1}, s.KeyStats("b"))
+	assert.Equal(t, "a", a.Key(), "a released Units still names its key")
 	_, ok = s.TryAcquire("b", 1)
 	assert.False(t, ok)
 	b.Release()

@@ -7,7 +7,8 @@
 # DIR. It pushes nothing: it prints the one command that does.
 #
 #	scripts/release.sh VERSION      release at VERSION (e.g. v0.2.0)
-#	scripts/release.sh -n VERSION   the same in a throwaway clone: shows the commit and the tags
+#	scripts/release.sh -n VERSION   the same in a throwaway clone: shows the commit and the tags,
+#	                                every line beginning "dry run: "; it needs no git identity
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,9 +22,13 @@ if [ $# -ne 1 ]; then
 	exit 2
 fi
 version=$1
+say=""
+if $dry; then
+	say="dry run: "
+fi
 
 if [ -n "$(git status --porcelain)" ]; then
-	echo "release: the work tree has changes; release from a clean checkout of a commit CI passed" >&2
+	echo "${say}release: the work tree has changes; release from a clean checkout of a commit CI passed" >&2
 	exit 1
 fi
 
@@ -31,11 +36,18 @@ if $dry; then
 	clone=$(mktemp -d)
 	trap 'rm -rf "$clone"' EXIT
 	git clone -q "$PWD" "$clone/repo"
-	echo "== in a throwaway clone of $(git rev-parse --short HEAD)"
-	"$clone/repo/scripts/release.sh" "$version"
-	echo "== the commit and the tags it would make"
-	git -C "$clone/repo" log -1 --stat --format='%h %s'
-	git -C "$clone/repo" tag --points-at HEAD
+	# The clone commits and tags as an identity of its own: a dry run needs
+	# none of the user's.
+	git -C "$clone/repo" config user.name "release dry run"
+	git -C "$clone/repo" config user.email "release-dry-run@localhost"
+	# Every line says it is a dry run, the release's own and its errors too.
+	{
+		echo "in a throwaway clone of $(git rev-parse --short HEAD), removed at the end: nothing here is committed, tagged or pushed"
+		RELEASE_DRY_RUN=1 "$clone/repo/scripts/release.sh" "$version"
+		echo "the commit and the tags a release would make:"
+		git -C "$clone/repo" log -1 --stat --format='%h %s'
+		git -C "$clone/repo" tag --points-at HEAD
+	} 2>&1 | sed -u 's/^/dry run: /'
 	exit 0
 fi
 
@@ -79,4 +91,8 @@ for tag in "${tags[@]}"; do
 	git tag -a "$tag" -m "$tag"
 	echo "$tag"
 done
-echo "push them with: git push origin ${tags[*]}"
+if [ "${RELEASE_DRY_RUN:-}" = 1 ]; then
+	echo "a release would then be pushed with: git push origin ${tags[*]}"
+else
+	echo "push them with: git push origin ${tags[*]}"
+fi

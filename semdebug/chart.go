@@ -62,7 +62,7 @@ func charts(history []point, now time.Time) []chart {
 	}
 	count := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 	return []chart{
-		mk("chart-inuse", "units in use", func(p point) float64 { return float64(p.InUse) }, count),
+		mk("chart-inuse", "units in use", func(p point) float64 { return float64(p.Held) }, count),
 		mk("chart-waiters", "waiters", func(p point) float64 { return float64(p.Waiters) }, count),
 		mk("chart-headwait", "head waiter's wait", func(p point) float64 { return p.HeadWait.Seconds() },
 			func(v float64) string { return roundDuration(time.Duration(v * float64(time.Second))).String() }),

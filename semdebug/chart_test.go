@@ -11,9 +11,9 @@ import (
 func TestCharts_ScaleTheHistoryIntoTheViewBox(t *testing.T) {
 	now := time.Date(2000, 1, 1, 0, 5, 0, 0, time.UTC)
 	history := []point{
-		{At: now.Add(-time.Minute), InUse: 0, Waiters: 4, HeadWait: 0},
-		{At: now.Add(-30 * time.Second), InUse: 2, Waiters: 2, HeadWait: 1500 * time.Millisecond},
-		{At: now, InUse: 4, Waiters: 0, HeadWait: 3 * time.Second},
+		{At: now.Add(-time.Minute), Held: 0, Waiters: 4, HeadWait: 0},
+		{At: now.Add(-30 * time.Second), Held: 2, Waiters: 2, HeadWait: 1500 * time.Millisecond},
+		{At: now, Held: 4, Waiters: 0, HeadWait: 3 * time.Second},
 	}
 	cs := charts(history, now)
 	require.Len(t, cs, 3)

@@ -40,26 +40,25 @@ func ExampleHandler() {
 	// Output: ["db" semaphore 4 1]
 }
 
-// queue is a limiter of another package. Implementing Source on its pointer type
-// lets Register show it.
+// queue is a limiter of another package: it plugs into the page by reading
+// itself in the core's plain values, and dumping itself, on its pointer type.
 type queue struct {
 	name  string
 	limit int64
 	busy  int64
 }
 
-func (q *queue) Name() string { return q.name }
-func (q *queue) Kind() string { return "job queue" }
-func (q *queue) Snapshot() semdebug.Snapshot {
-	return semdebug.Snapshot{Capacity: q.limit, InUse: q.busy, Available: q.limit - q.busy,
-		// It counts no calls: the page shows its counters as unknown, not as 0.
-		Unknown: semdebug.AllFields &^ (semdebug.CapacityField | semdebug.InUseField | semdebug.WaitersField | semdebug.BrokenField)}
+func (q *queue) Reading() semaphore.Reading {
+	return semaphore.Reading{Kind: "job queue", Name: q.name, Capacity: q.limit, Held: q.busy, Available: q.limit - q.busy,
+		// It counts no calls: the page shows its counters as unknown ("-"), not as 0.
+		Unknown: semaphore.AllFields &^ (semaphore.CapacityField | semaphore.HeldField | semaphore.WaitersField | semaphore.BrokenField)}
 }
+
 func (q *queue) Diagnostics(int) string {
 	return fmt.Sprintf("%s: %d of %d busy\n", q.name, q.busy, q.limit)
 }
 
-func ExampleSource() {
+func ExampleLimiter() {
 	q := &queue{name: "thumbnails", limit: 8, busy: 3}
 	defer semdebug.Register(q)()
 

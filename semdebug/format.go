@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"time"
 	"unicode/utf8"
+
+	"github.com/fairsem/semaphore"
 )
 
 // The formatting of a reading's values, shared by the HTML and the text forms: a
@@ -12,7 +14,7 @@ import (
 const unknown = "-"
 
 // count formats v, or "-" when f is among the unknown fields.
-func (r *reading) count(f Fields, v int64) string {
+func (r *reading) count(f semaphore.Fields, v int64) string {
 	if r.Unknown&f != 0 {
 		return unknown
 	}
@@ -24,7 +26,7 @@ func (r *reading) CapacityText() string {
 	if r.Unlimited {
 		return "no limit"
 	}
-	return r.count(CapacityField, r.Capacity)
+	return r.count(semaphore.CapacityField, r.Capacity)
 }
 
 // AvailableText is the units available, "no limit" for an object without one.
@@ -32,18 +34,20 @@ func (r *reading) AvailableText() string {
 	if r.Unlimited {
 		return "no limit"
 	}
-	return r.count(CapacityField, r.Available)
+	return r.count(semaphore.CapacityField, r.Available)
 }
 
-func (r *reading) InUseText() string   { return r.count(InUseField, r.InUse) }
-func (r *reading) WaitersText() string { return r.count(WaitersField, int64(r.Waiters)) }
+// HeldText is the units held, which the page calls in use.
+func (r *reading) HeldText() string { return r.count(semaphore.HeldField, r.Held) }
+
+func (r *reading) WaitersText() string { return r.count(semaphore.WaitersField, int64(r.Waiters)) }
 
 // total formats c's value.
 func (r *reading) total(c counter) string {
 	if r.Unknown&c.field != 0 {
 		return unknown
 	}
-	return strconv.FormatUint(c.total(&r.Snapshot), 10)
+	return strconv.FormatUint(c.total(&r.Reading), 10)
 }
 
 // rateText formats c's rate, per second; "-" until two readings were far
@@ -58,7 +62,7 @@ func (r *reading) rateText(c counter) string {
 // HeadWaitText shows the head waiter's wait, with ">=" when it is the page's
 // lower bound.
 func (r *reading) HeadWaitText() string {
-	if r.Waiters == 0 || r.Unknown&WaitersField != 0 || r.HeadWait == 0 && !r.HeadWaitBound {
+	if r.Waiters == 0 || r.Unknown&semaphore.WaitersField != 0 || r.HeadWait == 0 && !r.HeadWaitBound {
 		return unknown // nobody waits, or nobody knows how long
 	}
 	if r.HeadWaitBound {
@@ -74,15 +78,16 @@ func ageText(d time.Duration) string {
 	return roundDuration(d).String()
 }
 
-// BrokenText says whether the object is broken, and why.
+// BrokenText says whether the object is broken, and why: the cause, a value a
+// user or a peer gave, quoted on every form.
 func (r *reading) BrokenText() string {
 	switch {
-	case r.Unknown&BrokenField != 0:
+	case r.Unknown&semaphore.BrokenField != 0:
 		return unknown
 	case !r.Broken:
 		return "no"
 	case r.Cause != "":
-		return "yes: " + r.Cause
+		return "yes: " + strconv.Quote(r.Cause)
 	}
 	return "yes"
 }
@@ -90,7 +95,7 @@ func (r *reading) BrokenText() string {
 // BrokenYesNo says whether the object is broken.
 func (r *reading) BrokenYesNo() string {
 	switch {
-	case r.Unknown&BrokenField != 0:
+	case r.Unknown&semaphore.BrokenField != 0:
 		return unknown
 	case r.Broken:
 		return "yes"

@@ -117,16 +117,19 @@ func (h *handler) serveIndex(w http.ResponseWriter, r *http.Request, format stri
 
 func (h *handler) serveObject(w http.ResponseWriter, r *http.Request, format string, id uint64) {
 	e := h.reg.lookup(id)
-	var src Source
+	var l Limiter
 	if e != nil {
-		src = e.load()
+		l = e.load()
 	}
-	if src == nil {
+	if l == nil {
 		http.Error(w, fmt.Sprintf("no object with id %d: it was unregistered or collected", id), http.StatusNotFound)
 		return
 	}
+	page := h.object(e, l)
+	// Sampling starts after the page is read, so that the history the page
+	// shows is what was sampled before this view, whatever the sampler's
+	// first reading races with.
 	h.reg.leaseSampling(e)
-	page := h.object(e, src)
 	switch format {
 	case "json":
 		writeJSON(w, objectJSON(page))

@@ -20,7 +20,7 @@ import (
 func TestHandler_ServesEveryViewInEveryFormat(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRegistry()
-		defer registerKept(r, newFake("f", Snapshot{Capacity: 2}))()
+		defer registerKept(r, newFake("f", semaphore.Reading{Capacity: 2}))()
 		h := newHandler(r)
 		for _, tc := range []struct {
 			path, ctype, contains string
@@ -77,13 +77,13 @@ func TestHandler_HostileNamesCannotInjectMarkup(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const hostile = `<script>alert(1)</script><img src=x onerror=alert(2)>"'&`
 		r := newRegistry()
-		f := newFake(hostile, Snapshot{
+		f := newFake(hostile, semaphore.Reading{
 			Waiters: 1, Queued: 1,
-			Holders:  []Holder{{Site: hostile, Label: hostile, Holders: 1, Units: 1, Age: time.Second}},
-			WaitList: []Waiter{{Units: 1}},
-			Details:  []Detail{{hostile, hostile}},
+			Holders: []semaphore.HolderGroup{{Site: hostile, Label: hostile, Holders: 1, Units: 1, Age: time.Second}},
+			Waiting: []semaphore.WaitingCall{{Units: 1}},
+			Details: []semaphore.Detail{{Name: hostile, Value: hostile}},
 		})
-		f.kind = hostile
+		f.snap.Kind = hostile
 		f.dump = hostile
 		defer registerKept(r, f)()
 		h := newHandler(r)
@@ -100,7 +100,7 @@ func TestHandler_HostileNamesCannotInjectMarkup(t *testing.T) {
 
 func TestHandler_HostileNamesCannotForgeTextRows(t *testing.T) {
 	r := newRegistry()
-	defer registerKept(r, newFake("a\nSTALLED  99  \"db\"\x1b[2J", Snapshot{}))()
+	defer registerKept(r, newFake("a\nSTALLED  99  \"db\"\x1b[2J", semaphore.Reading{}))()
 	_, _, body := get(t, newHandler(r), "/d/?format=text")
 	lines := strings.Split(strings.TrimSpace(body), "\n")
 	assert.Len(t, lines, 4, "a summary, a blank line, a header and one row: %q", body)
@@ -111,12 +111,12 @@ func TestHandler_HostileNamesCannotForgeTextRows(t *testing.T) {
 func TestHandler_JSONCarriesTheReading(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRegistry()
-		f := newFake("db", Snapshot{Capacity: 4, InUse: 3, Available: 1, Waiters: 2, Queued: 5,
+		f := newFake("db", semaphore.Reading{Capacity: 4, Held: 3, Available: 1, Waiters: 2, Queued: 5,
 			HeadWait: 7 * time.Second, OldestHolder: 9 * time.Second, Broken: true, Cause: "gone",
 			Acquired: 10, TimedOut: 2, Cancelled: 3, Rejected: 4, Shed: 1,
-			Holders:  []Holder{{Site: "a.go:1", Label: "w1", Holders: 2, Units: 3, Age: 9 * time.Second}},
-			WaitList: []Waiter{{Units: 1, Waited: 7 * time.Second}, {Units: 2}},
-			Details:  []Detail{{"k", "v"}}})
+			Holders: []semaphore.HolderGroup{{Site: "a.go:1", Label: "w1", Holders: 2, Units: 3, Age: 9 * time.Second}},
+			Waiting: []semaphore.WaitingCall{{Units: 1, Waited: 7 * time.Second}, {Units: 2}},
+			Details: []semaphore.Detail{{Name: "k", Value: "v"}}})
 		defer registerKept(r, f)()
 		h := newHandler(r, WithStallThreshold(time.Second))
 		_, _, body := get(t, h, "/d/?format=json")
@@ -137,7 +137,7 @@ func TestHandler_JSONCarriesTheReading(t *testing.T) {
 			"rejected_per_second": null, "shed_per_second": null}`, string(idx.Objects[0]))
 
 		time.Sleep(2 * time.Second)
-		f.set(func(s *Snapshot) { s.Acquired = 20 })
+		f.set(func(s *semaphore.Reading) { s.Acquired = 20 })
 		_, _, body = get(t, h, "/d/1?format=json")
 		var obj jsonObject
 		require.NoError(t, json.Unmarshal([]byte(body), &obj))
@@ -154,13 +154,13 @@ func TestHandler_JSONCarriesTheReading(t *testing.T) {
 func TestHandler_ObjectPageChartsTheSampledHistory(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRegistry()
-		f := newFake("db", Snapshot{Capacity: 4, InUse: 1})
+		f := newFake("db", semaphore.Reading{Capacity: 4, Held: 1})
 		defer registerKept(r, f)()
 		h := newHandler(r)
 		_, _, body := get(t, h, "/d/1")
 		assert.Contains(t, body, `id="chart-inuse" data-points="0"`, "nothing was sampled before the page was opened")
 		for i := range 5 {
-			f.set(func(s *Snapshot) { s.InUse = int64(i) })
+			f.set(func(s *semaphore.Reading) { s.Held = int64(i) })
 			time.Sleep(time.Second)
 			synctest.Wait()
 		}
@@ -191,7 +191,7 @@ func TestHandler_ShowsARealSemaphoresHoldersAndStall(t *testing.T) {
 		assert.Regexp(t, `1 +2s +2s +no`, body, "with holder tracking the head wait and the holder's age are exact")
 		_, _, body = get(t, h, "/d/1")
 		assert.Contains(t, body, `id="stalled"`)
-		assert.Contains(t, body, "nightly-report (handler_test.go:")
+		assert.Contains(t, body, "&#34;nightly-report&#34; (handler_test.go:")
 		u.Release()
 		require.NoError(t, <-done)
 		s.Release(1)
@@ -225,7 +225,7 @@ func TestHandler_UntrackedSemaphoreShowsTheWatchedLowerBound(t *testing.T) {
 func TestHandler_HTMLIndexShowsTheFirstRowsAndLinksToAll(t *testing.T) {
 	r := newRegistry()
 	for i := range 5 {
-		snap := Snapshot{Capacity: int64(i)}
+		snap := semaphore.Reading{Capacity: int64(i)}
 		if i == 4 {
 			snap.Waiters, snap.HeadWait = 1, time.Hour
 		}
@@ -275,7 +275,7 @@ func TestHandler_AnswersHEAD(t *testing.T) {
 func TestHandler_EveryResponseSendsNosniffAndTheCSP(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRegistry()
-		defer registerKept(r, newFake("f", Snapshot{}))()
+		defer registerKept(r, newFake("f", semaphore.Reading{}))()
 		h := newHandler(r)
 		for _, tc := range []struct {
 			method, path string
@@ -303,7 +303,7 @@ func TestHandler_EveryResponseSendsNosniffAndTheCSP(t *testing.T) {
 func TestHandler_PagesUseNothingInline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRegistry()
-		defer registerKept(r, newFake("f", Snapshot{Capacity: 1}))()
+		defer registerKept(r, newFake("f", semaphore.Reading{Capacity: 1}))()
 		h := newHandler(r)
 		inline := regexp.MustCompile(`<script>|<style|\sstyle=|\son[a-z]+=|javascript:`)
 		for _, path := range []string{"/d/", "/d/1"} {
@@ -328,17 +328,17 @@ func TestHandler_LongNamesAreCutOnTheIndexOnly(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		long := strings.Repeat("n", 5000)
 		r := newRegistry()
-		f := newFake(long, Snapshot{})
-		f.kind = strings.Repeat("k", 5000)
+		f := newFake(long, semaphore.Reading{})
+		f.snap.Kind = strings.Repeat("k", 5000)
 		defer registerKept(r, f)()
 		h := newHandler(r)
 		_, _, body := get(t, h, "/d/")
 		assert.Contains(t, body, `<a href="1">`+strings.Repeat("n", shortLen-1)+"…</a>")
 		assert.Contains(t, body, `<td class="name" title="`+long+`">`)
-		assert.Contains(t, body, `<td class="kind" title="`+f.kind+`">`+strings.Repeat("k", shortLen-1)+"…</td>")
+		assert.Contains(t, body, `<td class="kind" title="`+f.snap.Kind+`">`+strings.Repeat("k", shortLen-1)+"…</td>")
 		assert.Equal(t, 2, strings.Count(body, long), "whole only in the row's data-key and the cell's title")
 		_, _, body = get(t, h, "/d/1")
-		assert.Contains(t, body, "<h1>"+f.kind+" "+long+"</h1>")
+		assert.Contains(t, body, "<h1>"+f.snap.Kind+" "+long+"</h1>")
 		outlastSampling(t, r)
 	})
 }
@@ -367,7 +367,7 @@ func TestHandler_NamesWithNewlinesAndMarkupShowAsText(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const name = "db\n<b>pool</b>\r\n\"x\""
 		r := newRegistry()
-		defer registerKept(r, newFake(name, Snapshot{Capacity: 1}))()
+		defer registerKept(r, newFake(name, semaphore.Reading{Capacity: 1}))()
 		h := newHandler(r)
 		_, _, body := get(t, h, "/d/")
 		assert.Contains(t, body, `<a href="1">db

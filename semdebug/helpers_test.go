@@ -11,20 +11,24 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/fairsem/semaphore"
 	"github.com/stretchr/testify/require"
 )
 
-// fakeSource is a Source whose snapshot the test sets.
+// fakeSource is a Limiter whose reading the test sets.
 type fakeSource struct {
-	name, kind string
-
 	mu   sync.Mutex
-	snap Snapshot
+	snap semaphore.Reading
 	dump string
 }
 
-func newFake(name string, snap Snapshot) *fakeSource {
-	return &fakeSource{name: name, kind: "fake", snap: snap, dump: "dump of " + name + "\n"}
+// newFake returns a fake named name, of kind "fake" unless snap names another.
+func newFake(name string, snap semaphore.Reading) *fakeSource {
+	snap.Name = name
+	if snap.Kind == "" {
+		snap.Kind = "fake"
+	}
+	return &fakeSource{snap: snap, dump: "dump of " + name + "\n"}
 }
 
 // registerKept registers p on r and keeps p reachable until the returned func
@@ -38,10 +42,7 @@ func registerKept[T any, P limiterPtr[T]](r *registry, p P) (unregister func()) 
 	}
 }
 
-func (f *fakeSource) Name() string { return f.name }
-func (f *fakeSource) Kind() string { return f.kind }
-
-func (f *fakeSource) Snapshot() Snapshot {
+func (f *fakeSource) Reading() semaphore.Reading {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.snap
@@ -53,7 +54,7 @@ func (f *fakeSource) Diagnostics(int) string {
 	return f.dump
 }
 
-func (f *fakeSource) set(update func(*Snapshot)) {
+func (f *fakeSource) set(update func(*semaphore.Reading)) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	update(&f.snap)

@@ -60,7 +60,7 @@ var objectTemplate = template.Must(template.New("object").Funcs(funcs).Parse(hea
 {{if .Stalled}}&middot; <span class="badge" id="stalled">STALLED</span> head waiting over {{.Threshold}}{{end}}</p>
 <table id="facts">
 <tr><th class="text">capacity</th><td id="capacity">{{.CapacityText}}</td></tr>
-<tr><th class="text">in use</th><td id="inuse">{{.InUseText}}</td></tr>
+<tr><th class="text">in use</th><td id="inuse">{{.HeldText}}</td></tr>
 <tr><th class="text">available</th><td id="available">{{.AvailableText}}</td></tr>
 <tr><th class="text">waiters</th><td id="waiters">{{.WaitersText}}</td></tr>
 <tr><th class="text">head wait</th><td id="headwait">{{.HeadWaitText}}</td></tr>
@@ -83,9 +83,9 @@ var objectTemplate = template.Must(template.New("object").Funcs(funcs).Parse(hea
 <table id="holders"><tr><th>holders</th><th>units</th><th>oldest</th><th class="name">site</th><th class="name">label</th></tr>
 {{range .Holders}}<tr><td>{{.Holders}}</td><td>{{.Units}}</td><td>{{age .Age}}</td><td class="text">{{.Site}}</td><td class="text">{{.Label}}</td></tr>
 {{end}}</table>{{end}}
-{{if .WaitList}}<h2>Waiters</h2>
+{{if .Waiting}}<h2>Waiters</h2>
 <table id="waitlist"><tr><th>position</th><th>units</th><th>waited</th></tr>
-{{range $i, $w := .WaitList}}<tr><td>{{inc $i}}</td><td>{{$w.Units}}</td><td>{{age $w.Waited}}</td></tr>
+{{range $i, $w := .Waiting}}<tr><td>{{inc $i}}</td><td>{{$w.Units}}</td><td>{{age $w.Waited}}</td></tr>
 {{end}}</table>{{end}}
 {{if .Details}}<h2>Details</h2><table id="details">
 {{range .Details}}<tr><th class="text">{{.Name}}</th><td class="text">{{.Value}}</td></tr>

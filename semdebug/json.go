@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"time"
+
+	"github.com/fairsem/semaphore"
 )
 
 // The JSON form: durations in seconds, rates per second (null until known).
@@ -98,22 +100,22 @@ func rowJSON(r *row) jsonRow {
 		rejected, shed                             uint64
 		acquiredPS, timedOutPS, cancelledPS, rejPS float64
 		shedPS                                     float64
-	}{r.Capacity, r.InUse, r.Available, int64(r.Waiters), r.Broken, r.Acquired, r.Queued, r.TimedOut, r.Cancelled,
+	}{r.Capacity, r.Held, r.Available, int64(r.Waiters), r.Broken, r.Acquired, r.Queued, r.TimedOut, r.Cancelled,
 		r.Rejected, r.Shed, r.Rates.Acquired, r.Rates.TimedOut, r.Rates.Cancelled, r.Rates.Rejected, r.Rates.Shed}
-	known := func(f Fields) bool { return r.Unknown&f == 0 }
-	limited := known(CapacityField) && !r.Unlimited
-	perSecond := func(f Fields, p *float64) *float64 { return opt(known(f) && r.Rates.Known, p) }
+	known := func(f semaphore.Fields) bool { return r.Unknown&f == 0 }
+	limited := known(semaphore.CapacityField) && !r.Unlimited
+	perSecond := func(f semaphore.Fields, p *float64) *float64 { return opt(known(f) && r.Rates.Known, p) }
 	return jsonRow{
 		ID: r.ID, Key: r.Key, Name: r.Name, Kind: r.Kind, Stalled: r.Stalled, Unlimited: r.Unlimited,
-		Capacity: opt(limited, &v.capacity), InUse: opt(known(InUseField), &v.inUse), Available: opt(limited, &v.available),
-		Waiters: opt(known(WaitersField), &v.waiters), HeadWaitSeconds: r.HeadWait.Seconds(), HeadWaitIsBound: r.HeadWaitBound,
-		OldestHolderSeconds: r.OldestHolder.Seconds(), Broken: opt(known(BrokenField), &v.broken), Cause: r.Cause,
-		Acquired: opt(known(AcquiredField), &v.acquired), Queued: opt(known(QueuedField), &v.queued),
-		TimedOut: opt(known(TimedOutField), &v.timedOut), Cancelled: opt(known(CancelledField), &v.cancelled),
-		Rejected: opt(known(RejectedField), &v.rejected), Shed: opt(known(ShedField), &v.shed),
-		AcquiredPerSecond: perSecond(AcquiredField, &v.acquiredPS), TimedOutPerSecond: perSecond(TimedOutField, &v.timedOutPS),
-		CancelledPerSecond: perSecond(CancelledField, &v.cancelledPS), RejectedPerSecond: perSecond(RejectedField, &v.rejPS),
-		ShedPerSecond: perSecond(ShedField, &v.shedPS),
+		Capacity: opt(limited, &v.capacity), InUse: opt(known(semaphore.HeldField), &v.inUse), Available: opt(limited, &v.available),
+		Waiters: opt(known(semaphore.WaitersField), &v.waiters), HeadWaitSeconds: r.HeadWait.Seconds(), HeadWaitIsBound: r.HeadWaitBound,
+		OldestHolderSeconds: r.OldestHolder.Seconds(), Broken: opt(known(semaphore.BrokenField), &v.broken), Cause: r.Cause,
+		Acquired: opt(known(semaphore.AcquiredField), &v.acquired), Queued: opt(known(semaphore.QueuedField), &v.queued),
+		TimedOut: opt(known(semaphore.TimedOutField), &v.timedOut), Cancelled: opt(known(semaphore.CancelledField), &v.cancelled),
+		Rejected: opt(known(semaphore.RejectedField), &v.rejected), Shed: opt(known(semaphore.ShedField), &v.shed),
+		AcquiredPerSecond: perSecond(semaphore.AcquiredField, &v.acquiredPS), TimedOutPerSecond: perSecond(semaphore.TimedOutField, &v.timedOutPS),
+		CancelledPerSecond: perSecond(semaphore.CancelledField, &v.cancelledPS), RejectedPerSecond: perSecond(semaphore.RejectedField, &v.rejPS),
+		ShedPerSecond: perSecond(semaphore.ShedField, &v.shedPS),
 	}
 }
 
@@ -131,14 +133,14 @@ func objectJSON(o object) jsonObject {
 	for _, h := range o.Holders {
 		out.Holders = append(out.Holders, jsonHolder{h.Site, h.Label, h.Holders, h.Units, h.Age.Seconds()})
 	}
-	for _, w := range o.WaitList {
+	for _, w := range o.Waiting {
 		out.WaitList = append(out.WaitList, jsonWaiter{w.Units, w.Waited.Seconds()})
 	}
 	for _, d := range o.Details {
 		out.Details = append(out.Details, jsonDetail(d))
 	}
 	for _, p := range o.History {
-		out.History = append(out.History, jsonPoint{p.At.UTC(), p.InUse, p.Waiters, p.HeadWait.Seconds()})
+		out.History = append(out.History, jsonPoint{p.At.UTC(), p.Held, p.Waiters, p.HeadWait.Seconds()})
 	}
 	return out
 }

@@ -3,6 +3,8 @@ package semdebug
 import (
 	"sync"
 	"time"
+
+	"github.com/fairsem/semaphore"
 )
 
 // observation is what the page derives from successive readings of one object:
@@ -12,7 +14,7 @@ type observation struct {
 	mu sync.Mutex
 
 	// last is the previous reading; lastAt its time (zero before the first).
-	last   Snapshot
+	last   semaphore.Reading
 	lastAt time.Time
 	// waitingSince is the time of the first reading since which no waiter left
 	// the wait list and someone waited at every reading: the head waiter of that
@@ -21,11 +23,15 @@ type observation struct {
 
 	// base is the reading the rates are computed from, at baseAt; rates is the
 	// last result, kept until a reading comes at least minRateWindow later.
-	base   Snapshot
+	base   semaphore.Reading
 	baseAt time.Time
 	rates  rates
 
 	history ring // sampled readings, for the charts
+
+	// name is the object's name in its last reading; named says there was one.
+	name  string
+	named bool
 }
 
 // minRateWindow is the shortest interval rates are computed over: readings closer
@@ -42,9 +48,9 @@ type rates struct {
 	Shed      float64
 }
 
-// reading is one snapshot with what the page derived from it.
+// reading is one Reading with what the page derived from it.
 type reading struct {
-	Snapshot
+	semaphore.Reading
 	At time.Time
 	// HeadWait is the source's, or the bound derived from earlier readings when it
 	// is larger; HeadWaitBound says that the bound was used.
@@ -53,14 +59,15 @@ type reading struct {
 	Rates         rates
 }
 
-// read takes a snapshot of src and updates the derived state. The snapshot is
-// taken under o.mu, so that readings are applied in the order they were taken.
-func (o *observation) read(src Source, sample bool) reading {
+// read reads l and updates the derived state. The reading is taken under
+// o.mu, so that readings are applied in the order they were taken.
+func (o *observation) read(l Limiter, sample bool) reading {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	snap := src.Snapshot()
+	snap := l.Reading()
 	now := time.Now()
-	rd := reading{Snapshot: snap, At: now, HeadWait: snap.HeadWait}
+	rd := reading{Reading: snap, At: now, HeadWait: snap.HeadWait}
+	o.name, o.named = snap.Name, true
 
 	switch {
 	case snap.Waiters == 0 || snap.Broken:
@@ -68,7 +75,7 @@ func (o *observation) read(src Source, sample bool) reading {
 	case o.waitingSince.IsZero() || !nobodyLeft(o.last, snap):
 		o.waitingSince = now
 	}
-	if snap.Waiters > 0 && !o.waitingSince.IsZero() && snap.Unknown&QueuedField == 0 {
+	if snap.Waiters > 0 && !o.waitingSince.IsZero() && snap.Unknown&semaphore.QueuedField == 0 {
 		if bound := now.Sub(o.waitingSince); snap.HeadWait == 0 || bound > snap.HeadWait {
 			rd.HeadWait, rd.HeadWaitBound = bound, true
 		}
@@ -92,17 +99,29 @@ func (o *observation) read(src Source, sample bool) reading {
 	rd.Rates = o.rates
 
 	if sample {
-		o.history.add(point{At: now, InUse: snap.InUse, Waiters: int64(snap.Waiters), HeadWait: rd.HeadWait})
+		o.history.add(point{At: now, Held: snap.Held, Waiters: int64(snap.Waiters), HeadWait: rd.HeadWait})
 	}
 	return rd
+}
+
+// nameOf is the name of l, the object observed: from its last reading, or
+// from a reading taken now, which changes nothing else the page derived, if it
+// was never read.
+func (o *observation) nameOf(l Limiter) string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if !o.named {
+		o.name, o.named = l.Reading().Name, true
+	}
+	return o.name
 }
 
 // nobodyLeft reports whether no waiter can have left the wait list between the
 // readings prev and cur, both with waiters: the waiters then, plus those who
 // joined since, are all still there. It never says so for a source that does
 // not count Queued.
-func nobodyLeft(prev, cur Snapshot) bool {
-	if prev.Waiters == 0 || cur.Unknown&(QueuedField|WaitersField) != 0 || cur.Queued < prev.Queued {
+func nobodyLeft(prev, cur semaphore.Reading) bool {
+	if prev.Waiters == 0 || cur.Unknown&(semaphore.QueuedField|semaphore.WaitersField) != 0 || cur.Queued < prev.Queued {
 		return false
 	}
 	return uint64(prev.Waiters)+(cur.Queued-prev.Queued) == uint64(cur.Waiters)
@@ -121,7 +140,7 @@ const historyLen = 300
 // point is one sample of the charts.
 type point struct {
 	At       time.Time
-	InUse    int64
+	Held     int64
 	Waiters  int64
 	HeadWait time.Duration
 }

@@ -5,6 +5,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/fairsem/semaphore"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -12,10 +13,10 @@ import (
 func TestRead_HeadWaitBoundGrowsWhileNoWaiterLeaves(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var o observation
-		f := newFake("f", Snapshot{Waiters: 2, Queued: 2})
+		f := newFake("f", semaphore.Reading{Waiters: 2, Queued: 2})
 		assert.Equal(t, time.Duration(0), o.read(f, false).HeadWait, "the first reading knows nothing yet")
 		time.Sleep(3 * time.Second)
-		f.set(func(s *Snapshot) { s.Waiters, s.Queued = 3, 3 }) // one more joined; nobody left
+		f.set(func(s *semaphore.Reading) { s.Waiters, s.Queued = 3, 3 }) // one more joined; nobody left
 		rd := o.read(f, false)
 		assert.Equal(t, 3*time.Second, rd.HeadWait)
 		assert.True(t, rd.HeadWaitBound)
@@ -27,15 +28,15 @@ func TestRead_HeadWaitBoundGrowsWhileNoWaiterLeaves(t *testing.T) {
 func TestRead_HeadWaitBoundRestartsWhenAWaiterLeaves(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var o observation
-		f := newFake("f", Snapshot{Waiters: 2, Queued: 2})
+		f := newFake("f", semaphore.Reading{Waiters: 2, Queued: 2})
 		o.read(f, false)
 		time.Sleep(3 * time.Second)
 		// One left and one joined: same count, but the head may be another waiter.
-		f.set(func(s *Snapshot) { s.Queued = 3 })
+		f.set(func(s *semaphore.Reading) { s.Queued = 3 })
 		assert.Equal(t, time.Duration(0), o.read(f, false).HeadWait)
 		time.Sleep(time.Second)
 		assert.Equal(t, time.Second, o.read(f, false).HeadWait)
-		f.set(func(s *Snapshot) { s.Waiters = 0 })
+		f.set(func(s *semaphore.Reading) { s.Waiters = 0 })
 		rd := o.read(f, false)
 		assert.Equal(t, time.Duration(0), rd.HeadWait, "nobody waits")
 		assert.False(t, rd.HeadWaitBound)
@@ -47,7 +48,7 @@ func TestRead_HeadWaitBoundRestartsWhenAWaiterLeaves(t *testing.T) {
 func TestRead_NoHeadWaitBoundWithoutQueued(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var o observation
-		f := newFake("f", Snapshot{Waiters: 2, Unknown: QueuedField})
+		f := newFake("f", semaphore.Reading{Waiters: 2, Unknown: semaphore.QueuedField})
 		o.read(f, false)
 		time.Sleep(3 * time.Second)
 		rd := o.read(f, false)
@@ -60,10 +61,10 @@ func TestRead_NoHeadWaitBoundWithoutQueued(t *testing.T) {
 func TestRead_BrokenObjectHasNoHeadWait(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var o observation
-		f := newFake("f", Snapshot{Waiters: 1, Queued: 1})
+		f := newFake("f", semaphore.Reading{Waiters: 1, Queued: 1})
 		o.read(f, false)
 		time.Sleep(time.Second)
-		f.set(func(s *Snapshot) { s.Broken = true })
+		f.set(func(s *semaphore.Reading) { s.Broken = true })
 		assert.Equal(t, time.Duration(0), o.read(f, false).HeadWait)
 	})
 }
@@ -71,7 +72,7 @@ func TestRead_BrokenObjectHasNoHeadWait(t *testing.T) {
 func TestRead_SourceHeadWaitWinsWhenLarger(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var o observation
-		f := newFake("f", Snapshot{Waiters: 1, Queued: 1, HeadWait: time.Minute})
+		f := newFake("f", semaphore.Reading{Waiters: 1, Queued: 1, HeadWait: time.Minute})
 		rd := o.read(f, false)
 		assert.Equal(t, time.Minute, rd.HeadWait)
 		assert.False(t, rd.HeadWaitBound, "the source's own value is exact")
@@ -81,14 +82,14 @@ func TestRead_SourceHeadWaitWinsWhenLarger(t *testing.T) {
 func TestRead_RatesAreSinceThePreviousReadingASecondOrMoreAgo(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var o observation
-		f := newFake("f", Snapshot{Acquired: 10})
+		f := newFake("f", semaphore.Reading{Acquired: 10})
 		assert.False(t, o.read(f, false).Rates.Known, "one reading gives no rate")
 		time.Sleep(2 * time.Second)
-		f.set(func(s *Snapshot) { s.Acquired, s.TimedOut, s.Shed = 30, 4, 1 })
+		f.set(func(s *semaphore.Reading) { s.Acquired, s.TimedOut, s.Shed = 30, 4, 1 })
 		assert.Equal(t, rates{Known: true, Acquired: 10, TimedOut: 2, Shed: 0.5}, o.read(f, false).Rates)
 
 		time.Sleep(100 * time.Millisecond)
-		f.set(func(s *Snapshot) { s.Acquired = 1030 })
+		f.set(func(s *semaphore.Reading) { s.Acquired = 1030 })
 		assert.Equal(t, rates{Known: true, Acquired: 10, TimedOut: 2, Shed: 0.5}, o.read(f, false).Rates,
 			"a reading less than a second later keeps the last rates")
 		time.Sleep(900 * time.Millisecond)
@@ -99,10 +100,10 @@ func TestRead_RatesAreSinceThePreviousReadingASecondOrMoreAgo(t *testing.T) {
 func TestRead_CountersGoingBackGiveZeroRates(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var o observation
-		f := newFake("f", Snapshot{Acquired: 10})
+		f := newFake("f", semaphore.Reading{Acquired: 10})
 		o.read(f, false)
 		time.Sleep(time.Second)
-		f.set(func(s *Snapshot) { s.Acquired = 5 })
+		f.set(func(s *semaphore.Reading) { s.Acquired = 5 })
 		assert.Equal(t, 0.0, o.read(f, false).Rates.Acquired)
 	})
 }
@@ -110,22 +111,22 @@ func TestRead_CountersGoingBackGiveZeroRates(t *testing.T) {
 func TestRead_OnlySamplingReadingsEnterTheHistory(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var o observation
-		f := newFake("f", Snapshot{InUse: 3, Waiters: 1, Queued: 1})
+		f := newFake("f", semaphore.Reading{Held: 3, Waiters: 1, Queued: 1})
 		o.read(f, false)
 		require.Empty(t, o.historyPoints())
 		time.Sleep(time.Second)
 		o.read(f, true)
-		assert.Equal(t, []point{{At: time.Now(), InUse: 3, Waiters: 1, HeadWait: time.Second}}, o.historyPoints())
+		assert.Equal(t, []point{{At: time.Now(), Held: 3, Waiters: 1, HeadWait: time.Second}}, o.historyPoints())
 	})
 }
 
 func TestRing_KeepsTheLastHistoryLenPointsOldestFirst(t *testing.T) {
 	var o observation
 	for i := range historyLen + 7 {
-		o.history.add(point{InUse: int64(i)})
+		o.history.add(point{Held: int64(i)})
 	}
 	pts := o.historyPoints()
 	require.Len(t, pts, historyLen)
-	assert.Equal(t, int64(7), pts[0].InUse)
-	assert.Equal(t, int64(historyLen+6), pts[historyLen-1].InUse)
+	assert.Equal(t, int64(7), pts[0].Held)
+	assert.Equal(t, int64(historyLen+6), pts[historyLen-1].Held)
 }

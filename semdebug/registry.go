@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"weak"
 )
@@ -13,9 +14,8 @@ import (
 var defaultRegistry = newRegistry()
 
 // Register adds p, any Limiter, to the page and returns a function that removes
-// it. The limiters of this module show their numbers, as the package doc lists;
-// a Source shows its own; any other Limiter shows its name and dump. Register
-// panics if p is nil.
+// it: the page shows p's Reading and its Diagnostics. Register panics if p is
+// nil.
 //
 // The page holds p weakly: registering does not keep p alive, and once p is
 // unreachable it leaves the page by itself, so calling unregister is needed only
@@ -56,9 +56,10 @@ func newRegistry() *registry {
 
 // entry is one registered object.
 type entry struct {
-	id   uint64
-	key  any           // the weak.Pointer, key of byPtr; fixed
-	load func() Source // the object's Source, or nil once it was collected; fixed
+	id       uint64
+	key      any            // the weak.Pointer, key of byPtr; fixed
+	load     func() Limiter // the object, or nil once it was collected; fixed
+	typeName string         // the object's type, its kind when its Reading names none; fixed
 
 	refs    int             // registrations not undone; guarded by registry.mu
 	cleanup runtime.Cleanup // removes the entry when the object is collected; fixed
@@ -77,12 +78,12 @@ func registerPtr[T any, P limiterPtr[T]](r *registry, p P) func() {
 	e := r.byPtr[wp]
 	if e == nil {
 		r.nextID++
-		e = &entry{id: r.nextID, key: wp, load: func() Source {
+		e = &entry{id: r.nextID, key: wp, typeName: strings.TrimPrefix(fmt.Sprintf("%T", p), "*"), load: func() Limiter {
 			q := wp.Value()
 			if q == nil {
 				return nil
 			}
-			return sourceOf(P(q))
+			return P(q)
 		}}
 		// The cleanup gets the id, never p: a reference to p would keep it alive.
 		e.cleanup = runtime.AddCleanup((*T)(p), r.collected, e.id)

@@ -7,6 +7,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/fairsem/semaphore"
 	"github.com/stretchr/testify/require"
 )
 
@@ -27,7 +28,7 @@ func FuzzRegistryModel(f *testing.F) {
 			h := newHandler(r)
 			fakes := make([]*fakeSource, objects)
 			for i := range fakes {
-				fakes[i] = newFake(fmt.Sprintf("obj%d", i), Snapshot{Capacity: int64(i)})
+				fakes[i] = newFake(fmt.Sprintf("obj%d", i), semaphore.Reading{Capacity: int64(i)})
 			}
 			type handle struct {
 				obj  int
@@ -93,7 +94,7 @@ func FuzzRegistryModel(f *testing.F) {
 				require.Equal(t, want, got, "after step %d (op %d)", i/2, op)
 				for o := range objects {
 					if refs[o] > 0 {
-						require.Equal(t, fakes[o].name, r.lookup(ids[o]).load().Name())
+						require.Equal(t, fakes[o].snap.Name, r.lookup(ids[o]).load().Reading().Name)
 					}
 				}
 				r.mu.Lock()

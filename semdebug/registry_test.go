@@ -11,12 +11,15 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/fairsem/semaphore"
+	"github.com/fairsem/semaphore/adaptive"
 	"github.com/fairsem/semaphore/admission"
+	"github.com/fairsem/semaphore/internal/buildflags"
 	"github.com/fairsem/semaphore/keyed"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -25,8 +28,8 @@ import (
 func names(r *registry) []string {
 	var out []string
 	for _, e := range r.list() {
-		if src := e.load(); src != nil {
-			out = append(out, src.Name())
+		if l := e.load(); l != nil {
+			out = append(out, l.Reading().Name)
 		}
 	}
 	return out
@@ -83,43 +86,48 @@ func TestRegister_IDsAreNeverReused(t *testing.T) {
 	assert.Equal(t, uint64(2), es[0].id)
 }
 
-func TestRegister_AcceptsEveryLimiterOfTheModuleAndAnySource(t *testing.T) {
+func TestRegister_AcceptsEveryLimiterOfTheModuleAndAnyOther(t *testing.T) {
 	r := newRegistry()
 	s := semaphore.New(2, semaphore.WithName("sem"))
 	c := admission.New(admission.Resources{Count: 3, Memory: 1 << 20}, admission.WithName("ctrl"))
 	g := admission.NewGroup(admission.Resources{Count: 4, Memory: 1 << 20}, admission.WithName("grp"))
 	g.Add("member", 1)
 	k := keyed.New(1, keyed.WithName("keys"))
-	f := newFake("fake", Snapshot{Capacity: 5})
+	a := adaptive.New(semaphore.New(4, semaphore.WithName("gated")), nil, adaptive.WithName("adapt"))
+	f := newFake("fake", semaphore.Reading{Capacity: 5})
 	d := &dumper{name: "other"}
 	for _, unregister := range []func(){registerPtr(r, s), registerPtr(r, c), registerPtr(r, g), registerPtr(r, k),
-		registerPtr(r, f), registerPtr(r, d)} {
+		registerPtr(r, a), registerPtr(r, f), registerPtr(r, d)} {
 		defer unregister()
 	}
 	kinds := map[string]string{}
-	for _, e := range r.list() {
-		src := e.load()
-		kinds[src.Name()] = src.Kind()
+	for _, row := range newHandler(r).index("", false).Rows {
+		kinds[row.Name] = row.Kind
 	}
 	assert.Equal(t, map[string]string{"sem": "semaphore", "ctrl": "admission controller", "grp": "admission group",
-		"keys": "keyed set", "fake": "fake", "other": "semdebug.dumper"}, kinds)
+		"keys": "keyed set", "adapt": "adaptive limiter", "fake": "fake", "other": "semdebug.dumper"}, kinds,
+		"a Reading without a kind shows the type")
 }
 
-// dumper is a Limiter the page does not know: it has a dump and a name, no
-// numbers.
+// dumper is a Limiter that knows none of its numbers and names no kind: it has
+// a name and a dump.
 type dumper struct{ name string }
 
-func (d *dumper) Name() string           { return d.name }
+func (d *dumper) Reading() semaphore.Reading {
+	return semaphore.Reading{Name: d.name, Unknown: semaphore.AllFields}
+}
 func (d *dumper) Diagnostics(int) string { return "dump of " + d.name + "\n" }
 
-// A type that is not a Limiter does not compile as Register's argument, and
-// neither does a Limiter that is not a pointer: the page can hold only pointers
+// A type that is not a Limiter does not compile as Register's argument (a dump
+// alone is not enough: the page reads every object), and neither does a
+// Limiter that is not a pointer: the page can hold only pointers
 // weakly.
 func TestRegister_RejectsWhatItCannotShowAtCompileTime(t *testing.T) {
 	cases := []struct{ code, want string }{
 		{"x := 3; semdebug.Register(&x)", "P (type *int) does not satisfy"},
 		{"semdebug.Record(&struct{}{})", "missing method Diagnostics"},
 		{"var v value; semdebug.Register(v)", "P (type value) does not satisfy"},
+		{"var v value; semdebug.Register(&v)", "missing method Reading"},
 	}
 	src := `package p
 import "github.com/fairsem/semaphore/semdebug"
@@ -133,8 +141,10 @@ func (value) Diagnostics(int) string { return "" }
 	file, err := parser.ParseFile(fset, "p.go", src, 0)
 	require.NoError(t, err)
 	errs := map[int]string{}
-	// The package as compiled, from the go command's cache.
-	out, err := exec.Command("go", "list", "-export", "-f", "{{.Export}}", ".").Output()
+	// The package as compiled, from the go command's cache: as this test was
+	// built (-race under go test -race), so that it is there already.
+	args := slices.Concat([]string{"list"}, buildflags.Args(), []string{"-export", "-f", "{{.Export}}", "."})
+	out, err := exec.Command("go", args...).Output()
 	require.NoError(t, err)
 	lookup := func(path string) (io.ReadCloser, error) {
 		require.Equal(t, "github.com/fairsem/semaphore/semdebug", path)

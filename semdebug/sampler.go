@@ -108,8 +108,8 @@ func (r *registry) sample() {
 		}
 		r.mu.Unlock()
 		for _, e := range due {
-			if src := e.load(); src != nil {
-				e.obs.read(src, true)
+			if l := e.load(); l != nil {
+				e.obs.read(l, true)
 			}
 		}
 		select {

@@ -5,6 +5,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/fairsem/semaphore"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -12,7 +13,7 @@ import (
 func TestSampler_RunsOnlyWhileAPageIsViewed(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRegistry()
-		f := newFake("f", Snapshot{Capacity: 1})
+		f := newFake("f", semaphore.Reading{Capacity: 1})
 		defer registerKept(r, f)()
 		h := newHandler(r)
 
@@ -40,7 +41,7 @@ func TestSampler_RunsOnlyWhileAPageIsViewed(t *testing.T) {
 func TestSampler_ARefreshRenewsTheLease(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRegistry()
-		defer registerKept(r, newFake("f", Snapshot{}))()
+		defer registerKept(r, newFake("f", semaphore.Reading{}))()
 		h := newHandler(r)
 		for range 5 {
 			get(t, h, "/d/1?format=json")
@@ -55,8 +56,8 @@ func TestSampler_ARefreshRenewsTheLease(t *testing.T) {
 func TestSampler_SamplesOnlyTheViewedObjects(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRegistry()
-		defer registerKept(r, newFake("viewed", Snapshot{}))()
-		defer registerKept(r, newFake("ignored", Snapshot{}))()
+		defer registerKept(r, newFake("viewed", semaphore.Reading{}))()
+		defer registerKept(r, newFake("ignored", semaphore.Reading{}))()
 		get(t, newHandler(r), "/d/1")
 		time.Sleep(5 * time.Second)
 		synctest.Wait()
@@ -69,7 +70,7 @@ func TestSampler_SamplesOnlyTheViewedObjects(t *testing.T) {
 func TestRecord_SamplesUntilStopped(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRegistry()
-		f := newFake("f", Snapshot{})
+		f := newFake("f", semaphore.Reading{})
 		defer registerKept(r, f)()
 		stop := recordPtr(r, f)
 		time.Sleep(2 * time.Hour)
@@ -86,7 +87,7 @@ func TestRecord_SamplesUntilStopped(t *testing.T) {
 
 func TestRecord_PanicsOnAnUnregisteredObject(t *testing.T) {
 	r := newRegistry()
-	f := newFake("f", Snapshot{})
+	f := newFake("f", semaphore.Reading{})
 	assert.PanicsWithValue(t, "semdebug: Record(*semdebug.fakeSource "+ptrString(f)+"): not registered", func() {
 		recordPtr(r, f)
 	})
@@ -94,7 +95,7 @@ func TestRecord_PanicsOnAnUnregisteredObject(t *testing.T) {
 
 func TestRecord_UsesThePackageRegistry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := newFake("public-record", Snapshot{})
+		f := newFake("public-record", semaphore.Reading{})
 		unregister := Register(f)
 		stop := Record(f)
 		stop()
@@ -105,7 +106,7 @@ func TestRecord_UsesThePackageRegistry(t *testing.T) {
 func TestSampler_ExitsAtOnceWhenNothingNeedsItAnyMore(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRegistry()
-		f, g := newFake("f", Snapshot{}), newFake("g", Snapshot{})
+		f, g := newFake("f", semaphore.Reading{}), newFake("g", semaphore.Reading{})
 		unregister := registerKept(r, f)
 		defer registerKept(r, g)()
 		stopG := recordPtr(r, g)

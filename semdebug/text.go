@@ -7,20 +7,38 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 )
 
-// The text form, for curl: names are quoted with strconv.Quote, and so are kinds
-// that need it, so a hostile name or kind can neither forge a row nor send
+// The text form, for curl: names, holder labels and causes are quoted with
+// strconv.Quote, and so are the object's own words (kinds, sites, details)
+// that need it, so that no value can forge a row or a column, or send
 // terminal escapes.
 
-// kindText is k as it is, or quoted when it holds anything a quote would escape.
+// kindText is k as it is, or quoted when it holds anything a quote would
+// escape: a kind shows next to a quoted name, which it must not pass for.
 func kindText(k string) string {
 	for _, c := range k {
 		if c == '"' || c == '\\' || !strconv.IsPrint(c) {
 			return strconv.Quote(k)
 		}
 	}
-	return k
+	return ownText(k)
+}
+
+// ownText is s, an object's own words, as it is, or quoted when it is not
+// valid UTF-8 or holds a character that is not printable (a line break, a
+// tab, an escape), which would break its row or its columns.
+func ownText(s string) string {
+	if !utf8.ValidString(s) {
+		return strconv.Quote(s)
+	}
+	for _, c := range s {
+		if !strconv.IsPrint(c) {
+			return strconv.Quote(s)
+		}
+	}
+	return s
 }
 
 func writeIndexText(w io.Writer, idx index) {
@@ -65,7 +83,7 @@ func writeObjectText(w io.Writer, o object) {
 	fmt.Fprintf(w, "\nread at %s\n\n", o.At.UTC().Format(time.RFC3339))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "capacity\t%s\nin use\t%s\navailable\t%s\nwaiters\t%s\n",
-		o.CapacityText(), o.InUseText(), o.AvailableText(), o.WaitersText())
+		o.CapacityText(), o.HeldText(), o.AvailableText(), o.WaitersText())
 	fmt.Fprintf(tw, "head wait\t%s\noldest holder\t%s\nbroken\t%s\n", o.HeadWaitText(), ageText(o.OldestHolder), o.BrokenText())
 	for _, c := range o.Counters() {
 		fmt.Fprintf(tw, "%s\t%s", c.Title, c.Total)
@@ -75,7 +93,7 @@ func writeObjectText(w io.Writer, o object) {
 		fmt.Fprintln(tw)
 	}
 	for _, d := range o.Details {
-		fmt.Fprintf(tw, "%s\t%s\n", d.Name, d.Value)
+		fmt.Fprintf(tw, "%s\t%s\n", ownText(d.Name), ownText(d.Value))
 	}
 	tw.Flush()
 	if len(o.Holders) > 0 {
@@ -83,15 +101,15 @@ func writeObjectText(w io.Writer, o object) {
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "  HOLDERS\tUNITS\tOLDEST\tSITE\tLABEL")
 		for _, h := range o.Holders {
-			fmt.Fprintf(tw, "  %d\t%d\t%s\t%s\t%s\n", h.Holders, h.Units, ageText(h.Age), h.Site, strconv.Quote(h.Label))
+			fmt.Fprintf(tw, "  %d\t%d\t%s\t%s\t%s\n", h.Holders, h.Units, ageText(h.Age), ownText(h.Site), strconv.Quote(h.Label))
 		}
 		tw.Flush()
 	}
-	if len(o.WaitList) > 0 {
+	if len(o.Waiting) > 0 {
 		fmt.Fprintln(w, "\nwaiters, head first:")
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "  POSITION\tUNITS\tWAITED")
-		for i, wt := range o.WaitList {
+		for i, wt := range o.Waiting {
 			fmt.Fprintf(tw, "  %d\t%d\t%s\n", i+1, wt.Units, ageText(wt.Waited))
 		}
 		tw.Flush()

@@ -9,6 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/fairsem/semaphore"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -34,16 +35,16 @@ func golden(t *testing.T, name, got string) {
 func goldenRegistry(t *testing.T) (*registry, []*fakeSource) {
 	r := newRegistry()
 	fakes := []*fakeSource{
-		newFake("db", Snapshot{Capacity: 8, InUse: 8, Waiters: 3, Queued: 3, Acquired: 100,
-			Holders: []Holder{
+		newFake("db", semaphore.Reading{Capacity: 8, Held: 8, Waiters: 3, Queued: 3, Acquired: 100,
+			Holders: []semaphore.HolderGroup{
 				{Site: "report.go:41", Label: "nightly-report", Holders: 1, Units: 6, Age: 3 * time.Minute},
 				{Site: "query.go:12", Holders: 2, Units: 2, Age: 1500 * time.Millisecond},
 			},
-			WaitList: []Waiter{{Units: 2, Waited: 12 * time.Second}, {Units: 1}, {Units: 1}},
-			Details:  []Detail{{"owner", "reports team"}}}),
-		newFake("cache", Snapshot{Capacity: 4, InUse: 1, Available: 3, Acquired: 50, OldestHolder: 250 * time.Millisecond}),
-		newFake("cache", Snapshot{Capacity: 2, Broken: true, Cause: "shutting down"}),
-		newFake("", Snapshot{Capacity: 1, Available: 1}),
+			Waiting: []semaphore.WaitingCall{{Units: 2, Waited: 12 * time.Second}, {Units: 1}, {Units: 1}},
+			Details: []semaphore.Detail{{Name: "owner", Value: "reports team"}}}),
+		newFake("cache", semaphore.Reading{Capacity: 4, Held: 1, Available: 3, Acquired: 50, OldestHolder: 250 * time.Millisecond}),
+		newFake("cache", semaphore.Reading{Capacity: 2, Broken: true, Cause: "shutting down"}),
+		newFake("", semaphore.Reading{Capacity: 1, Available: 1}),
 	}
 	for _, f := range fakes {
 		t.Cleanup(registerKept(r, f))
@@ -57,7 +58,7 @@ func TestText_IndexMatchesGolden(t *testing.T) {
 		h := newHandler(r)
 		get(t, h, "/d/?format=text")
 		time.Sleep(7 * time.Second) // nobody left db's wait list: its head waited at least this long
-		fakes[1].set(func(s *Snapshot) { s.Acquired += 35; s.TimedOut += 7; s.Rejected += 14; s.Shed += 7 })
+		fakes[1].set(func(s *semaphore.Reading) { s.Acquired += 35; s.TimedOut += 7; s.Rejected += 14; s.Shed += 7 })
 		_, _, body := get(t, h, "/d/?format=text")
 		golden(t, "index", body)
 		_, _, body = get(t, h, "/d/?format=text&sort=capacity&desc=1")
@@ -84,10 +85,10 @@ func TestText_ObjectMatchesGolden(t *testing.T) {
 // a plain one is shown as it is.
 func TestText_KindsThatWouldBreakARowAreQuoted(t *testing.T) {
 	r := newRegistry()
-	hostile := newFake("a", Snapshot{})
-	hostile.kind = "job\nSTALLED  99 \x1b[2J"
-	plain := newFake("b", Snapshot{})
-	plain.kind = "job queue"
+	hostile := newFake("a", semaphore.Reading{})
+	hostile.snap.Kind = "job\nSTALLED  99 \x1b[2J"
+	plain := newFake("b", semaphore.Reading{})
+	plain.snap.Kind = "job queue"
 	defer registerKept(r, hostile)()
 	defer registerKept(r, plain)()
 	_, _, body := get(t, newHandler(r), "/d/?format=text")

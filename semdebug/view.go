@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/fairsem/semaphore"
 )
 
 // row is one object as the index shows it: one reading, taken once, that every
@@ -39,17 +41,18 @@ type column struct {
 }
 
 // The columns of the index: the reading's state, then the rates of the counters
-// the index shows, whose names and meanings are the core's (semaphore.Stats; see
-// Snapshot). An unknown number sorts below every known one, and no limit above
+// the index shows, whose names and meanings are the core's (semaphore.Reading). An unknown number sorts below every known one, and no limit above
 // every capacity.
 var columns = append([]column{
 	{"name", "name", func(a, b *row) int { return strings.Compare(a.Key, b.Key) }},
 	{"kind", "kind", func(a, b *row) int { return strings.Compare(a.Kind, b.Kind) }},
 	{"capacity", "capacity", func(a, b *row) int { return cmp.Compare(a.capacityKey(a.Capacity), b.capacityKey(b.Capacity)) }},
-	{"inuse", "in use", func(a, b *row) int { return cmp.Compare(a.key(InUseField, a.InUse), b.key(InUseField, b.InUse)) }},
+	{"inuse", "in use", func(a, b *row) int {
+		return cmp.Compare(a.key(semaphore.HeldField, a.Held), b.key(semaphore.HeldField, b.Held))
+	}},
 	{"available", "available", func(a, b *row) int { return cmp.Compare(a.capacityKey(a.Available), b.capacityKey(b.Available)) }},
 	{"waiters", "waiters", func(a, b *row) int {
-		return cmp.Compare(a.key(WaitersField, int64(a.Waiters)), b.key(WaitersField, int64(b.Waiters)))
+		return cmp.Compare(a.key(semaphore.WaitersField, int64(a.Waiters)), b.key(semaphore.WaitersField, int64(b.Waiters)))
 	}},
 	{"headwait", "head wait", func(a, b *row) int { return cmp.Compare(a.HeadWait, b.HeadWait) }},
 	{"oldest", "oldest holder", func(a, b *row) int { return cmp.Compare(a.OldestHolder, b.OldestHolder) }},
@@ -69,7 +72,7 @@ func rateColumns() []column {
 // appendCells appends the index's columns after name and kind, formatted for
 // the HTML and text forms, to dst.
 func (r *row) appendCells(dst []string) []string {
-	dst = append(dst, r.CapacityText(), r.InUseText(), r.AvailableText(), r.WaitersText(),
+	dst = append(dst, r.CapacityText(), r.HeldText(), r.AvailableText(), r.WaitersText(),
 		r.HeadWaitText(), ageText(r.OldestHolder), r.BrokenYesNo())
 	for _, c := range counters {
 		if c.onIndex {
@@ -79,29 +82,30 @@ func (r *row) appendCells(dst []string) []string {
 	return dst
 }
 
-// counter is one of a Snapshot's counters as the pages show it.
+// counter is one of a Reading's counters as the pages show it.
 type counter struct {
 	key, title string
-	field      Fields
-	total      func(*Snapshot) uint64
+	field      semaphore.Fields
+	total      func(*semaphore.Reading) uint64
 	rate       func(*rates) float64 // nil: the page shows no rate of it
 	onIndex    bool                 // the index has a column of its rate
 }
 
 // counters lists the counters in the order the pages show them.
 var counters = []counter{
-	{"acquired", "acquired", AcquiredField, func(s *Snapshot) uint64 { return s.Acquired }, func(r *rates) float64 { return r.Acquired }, true},
-	{"queued", "queued", QueuedField, func(s *Snapshot) uint64 { return s.Queued }, nil, false},
-	{"timedout", "timed out", TimedOutField, func(s *Snapshot) uint64 { return s.TimedOut }, func(r *rates) float64 { return r.TimedOut }, true},
-	{"cancelled", "cancelled", CancelledField, func(s *Snapshot) uint64 { return s.Cancelled }, func(r *rates) float64 { return r.Cancelled }, false},
-	{"rejected", "rejected", RejectedField, func(s *Snapshot) uint64 { return s.Rejected }, func(r *rates) float64 { return r.Rejected }, true},
-	{"shed", "shed", ShedField, func(s *Snapshot) uint64 { return s.Shed }, func(r *rates) float64 { return r.Shed }, true},
+	{"acquired", "acquired", semaphore.AcquiredField, func(s *semaphore.Reading) uint64 { return s.Acquired }, func(r *rates) float64 { return r.Acquired }, true},
+	{"queued", "queued", semaphore.QueuedField, func(s *semaphore.Reading) uint64 { return s.Queued }, nil, false},
+	{"timedout", "timed out", semaphore.TimedOutField, func(s *semaphore.Reading) uint64 { return s.TimedOut }, func(r *rates) float64 { return r.TimedOut }, true},
+	{"cancelled", "cancelled", semaphore.CancelledField, func(s *semaphore.Reading) uint64 { return s.Cancelled }, func(r *rates) float64 { return r.Cancelled }, false},
+	{"rejected", "rejected", semaphore.RejectedField, func(s *semaphore.Reading) uint64 { return s.Rejected }, func(r *rates) float64 { return r.Rejected }, true},
+	{"shed", "shed", semaphore.ShedField, func(s *semaphore.Reading) uint64 { return s.Shed }, func(r *rates) float64 { return r.Shed }, true},
 }
 
 // Charted reports whether the page charts the object: not when it knows
-// neither its units in use nor its waiters.
+// neither its units held nor its waiters.
 func (r *reading) Charted() bool {
-	return r.Unknown&(InUseField|WaitersField) != InUseField|WaitersField
+	const both = semaphore.HeldField | semaphore.WaitersField
+	return r.Unknown&both != both
 }
 
 // counterValue is one counter of one reading, formatted.
@@ -123,7 +127,7 @@ func (r *reading) Counters() []counterValue {
 }
 
 // key is v as the index sorts it: -1 when f is unknown.
-func (r *row) key(f Fields, v int64) int64 {
+func (r *row) key(f semaphore.Fields, v int64) int64 {
 	if r.Unknown&f != 0 {
 		return -1
 	}
@@ -135,7 +139,7 @@ func (r *row) capacityKey(v int64) int64 {
 	if r.Unlimited {
 		return math.MaxInt64
 	}
-	return r.key(CapacityField, v)
+	return r.key(semaphore.CapacityField, v)
 }
 
 func rateColumn(c counter) func(a, b *row) int {
@@ -171,13 +175,11 @@ func (h *handler) index(sortBy string, desc bool) index {
 	entries := h.reg.list()
 	rows := make([]row, 0, len(entries))
 	for _, e := range entries {
-		src := e.load()
-		if src == nil {
+		l := e.load()
+		if l == nil {
 			continue // collected; its cleanup will remove the entry
 		}
-		rd := e.obs.read(src, false)
-		rows = append(rows, row{ID: e.id, Name: src.Name(), Kind: src.Kind(), reading: rd,
-			Stalled: rd.Waiters > 0 && rd.HeadWait > h.threshold})
+		rows = append(rows, h.row(e, e.obs.read(l, false)))
 	}
 	idx.At = time.Now()
 	keys := pageKeys(rows)
@@ -231,23 +233,32 @@ type object struct {
 	Diagnostics string
 }
 
-// object reads e's source for its page. The key is computed against every
-// registered name, as on the index.
-func (h *handler) object(e *entry, src Source) object {
-	rd := e.obs.read(src, false)
+// row is e's row of the index, from its reading rd.
+func (h *handler) row(e *entry, rd reading) row {
+	kind := rd.Kind
+	if kind == "" {
+		kind = e.typeName
+	}
+	return row{ID: e.id, Name: rd.Name, Kind: kind, reading: rd, Stalled: rd.Waiters > 0 && rd.HeadWait > h.threshold}
+}
+
+// object reads l, e's object, for its page. The key is computed against every
+// registered name, as on the index: the names of the objects read before, and
+// of the others read now.
+func (h *handler) object(e *entry, l Limiter) object {
 	page := object{
-		row:         row{ID: e.id, Name: src.Name(), Kind: src.Kind(), reading: rd, Stalled: rd.Waiters > 0 && rd.HeadWait > h.threshold},
+		row:         h.row(e, e.obs.read(l, false)),
 		Threshold:   h.threshold,
 		Refresh:     h.refresh,
 		History:     e.obs.historyPoints(),
-		Diagnostics: src.Diagnostics(diagnosticsLines),
+		Diagnostics: l.Diagnostics(diagnosticsLines),
 	}
 	var rows []row
 	for _, other := range h.reg.list() {
 		if other == e {
 			rows = append(rows, page.row)
-		} else if s := other.load(); s != nil {
-			rows = append(rows, row{ID: other.id, Name: s.Name()})
+		} else if ol := other.load(); ol != nil {
+			rows = append(rows, row{ID: other.id, Name: other.obs.nameOf(ol)})
 		}
 	}
 	keys := pageKeys(rows)

@@ -7,6 +7,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/fairsem/semaphore"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -49,9 +50,9 @@ func TestPageKeys_NeverCollide(t *testing.T) {
 func TestIndex_StalledRowsComeFirstWhateverTheSort(t *testing.T) {
 	r := newRegistry()
 	for _, f := range []*fakeSource{
-		newFake("a", Snapshot{Capacity: 9}),
-		newFake("z-stalled", Snapshot{Capacity: 1, Waiters: 1, HeadWait: time.Minute}),
-		newFake("m", Snapshot{Capacity: 5, Waiters: 1, HeadWait: time.Second}),
+		newFake("a", semaphore.Reading{Capacity: 9}),
+		newFake("z-stalled", semaphore.Reading{Capacity: 1, Waiters: 1, HeadWait: time.Minute}),
+		newFake("m", semaphore.Reading{Capacity: 5, Waiters: 1, HeadWait: time.Second}),
 	} {
 		defer registerKept(r, f)()
 	}
@@ -73,9 +74,9 @@ func TestIndex_StalledRowsComeFirstWhateverTheSort(t *testing.T) {
 
 func TestIndex_EveryColumnSorts(t *testing.T) {
 	r := newRegistry()
-	low := newFake("a", Snapshot{})
-	high := newFake("b", Snapshot{Capacity: 1, InUse: 1, Available: 1, Waiters: 1, OldestHolder: 1, Broken: true})
-	high.kind = "zz"
+	low := newFake("a", semaphore.Reading{})
+	high := newFake("b", semaphore.Reading{Capacity: 1, Held: 1, Available: 1, Waiters: 1, OldestHolder: 1, Broken: true})
+	high.snap.Kind = "zz"
 	defer registerKept(r, low)()
 	defer registerKept(r, high)()
 	h := newHandler(r)
@@ -104,10 +105,10 @@ func TestOptions_PanicOnInvalidValues(t *testing.T) {
 // direction, and an object with no limit sorts above every capacity.
 func TestIndex_UnknownSortsBelowKnownAndNoLimitAbove(t *testing.T) {
 	r := newRegistry()
-	defer registerKept(r, newFake("unknown", Snapshot{Unknown: AllFields}))()
-	defer registerKept(r, newFake("zero", Snapshot{}))()
-	defer registerKept(r, newFake("unlimited", Snapshot{Unlimited: true}))()
-	defer registerKept(r, newFake("big", Snapshot{Capacity: 1 << 40, Available: 1 << 40}))()
+	defer registerKept(r, newFake("unknown", semaphore.Reading{Unknown: semaphore.AllFields}))()
+	defer registerKept(r, newFake("zero", semaphore.Reading{}))()
+	defer registerKept(r, newFake("unlimited", semaphore.Reading{Unlimited: true}))()
+	defer registerKept(r, newFake("big", semaphore.Reading{Capacity: 1 << 40, Available: 1 << 40}))()
 	h := newHandler(r)
 	order := func(sort string, desc bool) []string {
 		var keys []string

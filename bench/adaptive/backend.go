@@ -3,9 +3,61 @@ package main
 import (
 	"container/heap"
 	"context"
+	"fmt"
 	"sync"
 	"time"
 )
+
+// A server is a backend the strategies call: its phase changes during a run.
+type server interface {
+	// call sends a request and waits for its answer or for ctx to end,
+	// whichever comes first; in the second case the request stays at the
+	// backend to its end, as at a server that does not see its caller leave.
+	call(ctx context.Context) error
+	setPhase(p phase) // the capacity and base latency from now on
+	inFlight() int    // requests at the backend, served or queued there
+	stop()            // stops the clock: the requests still there never complete
+}
+
+// A serverKind is one model of a backend.
+type serverKind uint8
+
+const (
+	thrashing serverKind = iota // processor sharing whose throughput falls past its capacity (backend)
+	fifo                        // capacity slots with a FIFO queue in front (fifoBackend)
+)
+
+func (k serverKind) String() string {
+	if k == fifo {
+		return "a FIFO backend"
+	}
+	return "a backend that thrashes"
+}
+
+// describe is the report's line on the backend.
+func (k serverKind) describe() string {
+	if k == fifo {
+		return "FIFO: C slots, each serving one request at the base latency, behind a FIFO queue; it serves a request whose caller left to its end."
+	}
+	return fmt.Sprintf("processor sharing; past its capacity C, n in flight share a throughput of C/(1+%.2f(n-C)) at base latency; it serves a request whose caller left to its end.", thrash)
+}
+
+// new returns a backend of this kind in the state of p.
+func (k serverKind) new(p phase) server {
+	if k == fifo {
+		return newFIFOBackend(p)
+	}
+	return newBackend(p)
+}
+
+// thrash is the thrashing backend's cost per request in flight beyond its
+// capacity: with n > C in flight it serves C/(1+thrash*(n-C)) requests' worth
+// at once, shared by the n. At 0.01, a limit of 4x a capacity of 10 loses 23%
+// of the throughput (and makes every request 5x slower), 2x a capacity of 40
+// loses 29%, and a limit 25% above 40 loses 9%: a wrong limit costs goodput,
+// not only latency, as a real server's contention, context switches and cache
+// misses do.
+const thrash = 0.01
 
 // A backend is a server modelled as processor sharing: each request brings
 // the phase's base latency of work; up to capacity requests in flight, each is

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"gonum.org/v1/plot"
@@ -31,19 +32,19 @@ const chartCols = 4
 // one scale): its limit and the requests in flight at the backend, sampled
 // every 100ms, over the backend's capacity, in the first run. Values above the
 // scale are drawn at its top.
-func chart(path string, all []namedStrategy, rs []result, ld load, clock string) error {
+func chart(path string, sc scenario, all []namedStrategy, rs []result, clock string) error {
 	if len(all) == 0 {
 		return fmt.Errorf("chart: no strategy to draw")
 	}
 	plot.DefaultFont = font.Font{Typeface: "Liberation", Variant: "Sans"}
-	total := ld.phaseLen * time.Duration(len(phases))
+	total := sc.runLen()
 	var ticks plot.ConstantTicks // at the phase boundaries, where the grid's vertical lines fall
-	for p := 0; p <= len(phases); p++ {
-		s := (ld.phaseLen * time.Duration(p)).Seconds()
+	for p := 0; p <= len(sc.phases); p++ {
+		s := (sc.phaseLen * time.Duration(p)).Seconds()
 		ticks = append(ticks, plot.Tick{Value: s, Label: strconv.FormatFloat(s, 'f', -1, 64)})
 	}
 	top := 0
-	for _, p := range phases {
+	for _, p := range sc.phases {
 		top = max(top, p.capacity)
 	}
 	yt, ymax := yTicks(2.5 * float64(top))
@@ -59,7 +60,7 @@ func chart(path string, all []namedStrategy, rs []result, ld load, clock string)
 		p.Y.Min, p.Y.Max = 0, ymax
 		p.Y.Tick.Marker = yt
 		p.Add(plotter.NewGrid())
-		capacity := step(ld.phaseLen, func(p phase) float64 { return float64(p.capacity) })
+		capacity := step(sc, func(p phase) float64 { return float64(p.capacity) })
 		capacity.LineStyle = draw.LineStyle{Color: grey, Width: vg.Points(4)}
 		inFlight := series(rs[i].inFlight, ymax)
 		inFlight.LineStyle = draw.LineStyle{Color: inFlightColor, Width: vg.Points(1)}
@@ -85,12 +86,17 @@ func chart(path string, all []namedStrategy, rs []result, ld load, clock string)
 	sub := title
 	sub.Font = font.From(plot.DefaultFont, 11)
 	dc.FillText(title, vg.Point{X: vg.Points(12), Y: dc.Max.Y - vg.Points(22)},
-		fmt.Sprintf("Limit and requests in flight at the backend against its capacity, per strategy (first run, %s)", clock))
+		fmt.Sprintf("Scenario %s: limit and requests in flight at the backend against its capacity, per strategy (first run, %s)", sc.name, clock))
+	var caps, loads []string
+	for _, p := range sc.phases {
+		caps = append(caps, fmt.Sprintf("%d at %v", p.capacity, p.base))
+		loads = append(loads, fmt.Sprintf("%.0f/s", p.rate))
+	}
 	dc.FillText(sub, vg.Point{X: vg.Points(12), Y: dc.Max.Y - vg.Points(40)}, fmt.Sprintf(
-		"Capacity %v at base latency %v per phase of %v (the grid's vertical lines; time in seconds); load %v of each phase's capacity.",
-		caps(), bases(), ld.phaseLen, loads()))
+		"Behind %s: capacity %s per phase of %v (the grid's vertical lines; time in seconds); arrivals %s.",
+		sc.server, strings.Join(caps, ", "), sc.phaseLen, strings.Join(loads, ", ")))
 	dc.FillText(sub, vg.Point{X: vg.Points(12), Y: dc.Max.Y - vg.Points(55)}, fmt.Sprintf(
-		"Deadline %v, queue budget %v. Sampled every 100ms; values above %.0f are drawn at %.0f.", ld.deadline, ld.queueBudget, ymax, ymax))
+		"Deadline %v, queue budget %v. Sampled every 100ms; values above %.0f are drawn at %.0f.", sc.deadline, sc.queueBudget, ymax, ymax))
 	legArea := draw.Crop(dc, dc.Max.X-dc.Min.X-legendWidth, 0, dc.Max.Y-dc.Min.Y-header+vg.Points(8), -vg.Points(8))
 	leg.Top, leg.Left = true, true
 	leg.Draw(legArea)
@@ -147,35 +153,11 @@ func series(v []int, top float64) *plotter.Line {
 }
 
 // step is the staircase of a phase's value over the run.
-func step(phaseLen time.Duration, v func(phase) float64) *plotter.Line {
+func step(sc scenario, v func(phase) float64) *plotter.Line {
 	var pts plotter.XYs
-	for p, ph := range phases {
-		pts = append(pts, plotter.XY{X: (phaseLen * time.Duration(p)).Seconds(), Y: v(ph)},
-			plotter.XY{X: (phaseLen * time.Duration(p+1)).Seconds(), Y: v(ph)})
+	for p, ph := range sc.phases {
+		pts = append(pts, plotter.XY{X: (sc.phaseLen * time.Duration(p)).Seconds(), Y: v(ph)},
+			plotter.XY{X: (sc.phaseLen * time.Duration(p+1)).Seconds(), Y: v(ph)})
 	}
 	return line(pts)
-}
-
-func caps() []int {
-	var c []int
-	for _, p := range phases {
-		c = append(c, p.capacity)
-	}
-	return c
-}
-
-func bases() []time.Duration {
-	var b []time.Duration
-	for _, p := range phases {
-		b = append(b, p.base)
-	}
-	return b
-}
-
-func loads() []float64 {
-	var l []float64
-	for _, p := range phases {
-		l = append(l, p.load)
-	}
-	return l
 }

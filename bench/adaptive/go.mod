@@ -7,6 +7,7 @@ require (
 	github.com/fairsem/semaphore v0.1.0
 	github.com/stretchr/testify v1.12.1
 	go.uber.org/goleak v1.3.0
+	golang.org/x/sync v0.19.0
 	gonum.org/v1/plot v0.17.0
 )
 

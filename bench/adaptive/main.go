@@ -1,14 +1,15 @@
-// Command adaptive compares concurrency limits in front of a backend that
-// thrashes: static limits (the best in hindsight per phase among several),
-// this module's adaptive algorithms (with FIFO waiting, and with the
-// standing-queue policy), and failsafe-go's adaptivelimiter (with its defaults,
-// and tuned by a sweep). The backend is processor sharing with a capacity: past
-// it every request slows and the total throughput falls (backend.go); its
-// capacity and base latency change in phases, and the load with them
-// (scenario.go). Each request has a deadline and a shorter budget for waiting
-// in the limiter's queue. The arrivals are Poisson, drawn once per run from the
-// run's seed and replayed for every strategy; the strategies run one after
-// another, each on a fresh backend, one goroutine per request.
+// Command adaptive compares concurrency limits in front of a backend whose
+// capacity changes: static limits (the best in hindsight per phase among
+// several), this module's adaptive algorithms (with FIFO waiting, and with the
+// standing-queue policy), failsafe-go's adaptivelimiter (with its defaults,
+// and tuned by a sweep) and x/sync's semaphore. Each scenario (scenario.go)
+// gives a backend, its phases of capacity, base latency and load, and what
+// each request is given: a deadline and a budget for waiting in the limiter's
+// queue. The backends are processor sharing whose throughput falls past its
+// capacity (backend.go) and capacity slots behind a FIFO queue (fifo.go). The
+// arrivals are Poisson, drawn once per run from the run's seed and replayed
+// for every strategy; the strategies run one after another, each on a fresh
+// backend, one goroutine per request.
 //
 // Two clocks run the same code:
 //
@@ -22,11 +23,16 @@
 //
 // Usage:
 //
-//	go run . -clock real -runs 3 -png chart-realtime.png > RESULTS-realtime.txt  # about 14 minutes
+//	go run . -clock real -runs 3 -png chart-realtime.png > RESULTS-realtime.txt  # scenario a, about 14 minutes
 //	go run . -runs 3 -png chart.png > RESULTS.txt                                # simulated, a few seconds
-//	go run . -sweep                                                              # failsafe-go's tuning, simulated
-//	go run . -quick                                                              # for CI: simulated, short, and a real-time smoke run
+//	go run . -scenario b-fifo -runs 3 -png chart-b-fifo.png > RESULTS-b-fifo.txt # the long drop behind a FIFO backend
+//	go run . -scenario b-fifo -clock real -runs 1                                # the same in real time, about 7 minutes
+//	go run . -sweep -scenario b-fifo                                             # failsafe-go's tuning, simulated
+//	go run . -quick                                                              # for CI: every scenario simulated and short, and a real-time smoke run
 //	go run . -clock real -runs 1 -only Vegas                                     # one algorithm against the static limits, about 3 minutes
+//	go run . -doors -clock real -runs 1        # the doors scenario over HTTP and at the Limiter (doors.go), about 4 minutes
+//	go run . -criticality -clock real -runs 1  # scenario (c), criticality (criticality.go), about 5 minutes
+//	go run . -quick -doors -criticality        # for CI: both, simulated and short, and a real-time HTTP smoke run
 package main
 
 import (
@@ -42,15 +48,16 @@ import (
 )
 
 var (
-	clock       = flag.String("clock", "sim", "sim (simulated time) or real (the real clock)")
-	runs        = flag.Int("runs", 3, "runs, each with its own arrivals; the report gives medians and ranges")
-	phaseLen    = flag.Duration("phase", 4*time.Second, "length of each phase")
-	deadline    = flag.Duration("deadline", time.Second, "each request's deadline, from its arrival")
-	queueBudget = flag.Duration("queue", 100*time.Millisecond, "the longest a request waits in the limiter's queue, from its arrival")
-	pngPath     = flag.String("png", "", "write the limit and capacity over time of every strategy in the first run to this PNG file")
-	only        = flag.String("only", "", "run, besides the static limits (the reference), only the strategies whose name contains one of these comma-separated words")
-	quick       = flag.Bool("quick", false, "for CI: one simulated run of phases of 1s, then a real-time run of two strategies with phases of 250ms")
-	sweep       = flag.Bool("sweep", false, "sweep failsafe-go's configurations in simulated time and print them by goodput")
+	scenarioName = flag.String("scenario", "a", "the scenario: a, b-fifo, b-thrash or start (see scenario.go)")
+	clock        = flag.String("clock", "sim", "sim (simulated time) or real (the real clock)")
+	runs         = flag.Int("runs", 3, "runs, each with its own arrivals; the report gives medians and ranges")
+	phaseLen     = flag.Duration("phase", 0, "length of each phase; 0 for the scenario's")
+	deadline     = flag.Duration("deadline", 0, "each request's deadline, from its arrival; 0 for the scenario's")
+	queueBudget  = flag.Duration("queue", 0, "the longest a request waits in the limiter's queue, from its arrival; 0 for the scenario's")
+	pngPath      = flag.String("png", "", "write the limit and capacity over time of every strategy in the first run to this PNG file")
+	only         = flag.String("only", "", "run, besides the static limits (the reference), only the strategies whose name contains one of these comma-separated words")
+	quick        = flag.Bool("quick", false, "for CI: one simulated run of every scenario with short phases, then a real-time run of two strategies of scenario a with phases of 250ms")
+	sweep        = flag.Bool("sweep", false, "sweep failsafe-go's configurations in simulated time and print them by goodput")
 )
 
 // main runs as the one test of a test main, because a synctest bubble needs a
@@ -61,28 +68,33 @@ func main() {
 }
 
 func compare(t *testing.T) {
-	all := strategies()
-	if *only != "" {
-		all = slices.DeleteFunc(all, func(s namedStrategy) bool {
-			return s.group != "static" && !slices.ContainsFunc(strings.Split(*only, ","), func(w string) bool { return strings.Contains(s.name, w) })
-		})
+	sc, err := scenarioNamed(*scenarioName)
+	if err != nil {
+		t.Fatal(err)
 	}
-	ld := load{phaseLen: *phaseLen, deadline: *deadline, queueBudget: *queueBudget}
+	sc = withFlags(sc)
 	switch {
+	case *doorsRun || *criticalityRun:
+		runDoorScenarios(t)
 	case *sweep:
-		runSweep(t, ld)
+		runSweep(t, sc)
 	case *quick:
-		ld.phaseLen = time.Second
-		results := runAll(t, all, ld, 1, false)
-		report(os.Stdout, all, results, ld, "simulated")
-		if err := checkModel(all, results[0], ld); err != nil {
-			t.Fatal(err)
+		for _, sc := range scenarios {
+			sc = withFlags(sc)
+			sc.phaseLen = sc.quickLen
+			all := selected(sc)
+			results := runAll(t, sc, all, 1, false)
+			report(os.Stdout, sc, all, results, "simulated")
+			if err := checkModel(sc, all, results[0]); err != nil {
+				t.Fatal(err)
+			}
 		}
-		smoke := slices.DeleteFunc(slices.Clone(all), func(s namedStrategy) bool {
+		a, _ := scenarioNamed("a")
+		smoke := slices.DeleteFunc(a.strategies(), func(s namedStrategy) bool {
 			return s.name != "static 10 +standing" && s.name != algorithms[0].name+" +standing"
 		})
-		ld.phaseLen = 250 * time.Millisecond
-		report(os.Stdout, smoke, runAll(t, smoke, ld, 1, true), ld, "real time")
+		a.phaseLen = 250 * time.Millisecond
+		report(os.Stdout, a, smoke, runAll(t, a, smoke, 1, true), "real time")
 	default:
 		real := *clock == "real"
 		if !real && *clock != "sim" {
@@ -92,32 +104,60 @@ func compare(t *testing.T) {
 		if real {
 			what = "real time"
 		}
-		results := runAll(t, all, ld, *runs, real)
-		report(os.Stdout, all, results, ld, what)
+		all := selected(sc)
+		results := runAll(t, sc, all, *runs, real)
+		report(os.Stdout, sc, all, results, what)
 		if *pngPath != "" {
-			if err := chart(*pngPath, all, results[0], ld, what); err != nil {
+			if err := chart(*pngPath, sc, all, results[0], what); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
 }
 
+// withFlags is sc with the durations the flags set.
+func withFlags(sc scenario) scenario {
+	if *phaseLen > 0 {
+		sc.phaseLen, sc.quickLen = *phaseLen, *phaseLen
+	}
+	if *deadline > 0 {
+		sc.deadline = *deadline
+	}
+	if *queueBudget > 0 {
+		sc.queueBudget = *queueBudget
+	}
+	sc.queueBudget = min(sc.queueBudget, sc.deadline)
+	return sc
+}
+
+// selected is sc's strategies that -only keeps: the static limits, and those
+// whose name contains one of its words.
+func selected(sc scenario) []namedStrategy {
+	all := sc.strategies()
+	if *only == "" {
+		return all
+	}
+	return slices.DeleteFunc(all, func(s namedStrategy) bool {
+		return s.group != "static" && !slices.ContainsFunc(strings.Split(*only, ","), func(w string) bool { return strings.Contains(s.name, w) })
+	})
+}
+
 // runAll runs every strategy runs times, on the real clock or each in a
 // synctest bubble, and returns the results by run and strategy.
-func runAll(t *testing.T, all []namedStrategy, ld load, runs int, real bool) [][]result {
+func runAll(t *testing.T, sc scenario, all []namedStrategy, runs int, real bool) [][]result {
 	var results [][]result
 	for r := range runs {
-		arr := arrivals(uint64(r+1), ld.phaseLen)
+		arr := sc.arrivals(uint64(r + 1))
 		var rs []result
 		for _, s := range all {
 			began := time.Now()
 			if real {
 				runtime.GC() // not in the middle of the next strategy's run
-				rs = append(rs, runOne(s, arr, ld))
+				rs = append(rs, runOne(sc, s, arr))
 			} else {
-				synctest.Test(t, func(*testing.T) { rs = append(rs, runOne(s, arr, ld)) })
+				synctest.Test(t, func(*testing.T) { rs = append(rs, runOne(sc, s, arr)) })
 			}
-			fmt.Fprintf(os.Stderr, "run %d: %s done in %v\n", r+1, s.name, time.Since(began).Round(time.Millisecond))
+			fmt.Fprintf(os.Stderr, "%s, run %d: %s done in %v\n", sc.name, r+1, s.name, time.Since(began).Round(time.Millisecond))
 		}
 		results = append(results, rs)
 	}

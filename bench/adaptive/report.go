@@ -19,14 +19,19 @@ const (
 // never is a re-convergence time that did not happen within the phase.
 const never = time.Duration(math.MaxInt64)
 
+// loadBound is the limit's re-convergence time in a phase whose load is below
+// the capacity: there the load, not the limit, bounds what is in flight, and
+// the limit need not be at the capacity.
+const loadBound = time.Duration(-1)
+
 // stats is one strategy's numbers in one run.
 type stats struct {
-	goodput, ratio      []float64       // per phase: served per second; its ratio to the phase's best static
-	p50, p99            []time.Duration // per phase, of served requests, from arrival
-	limit               []float64       // per phase: the median of the limit's samples
-	limitLo, limitHi    []float64       // per phase: the least and most of them
-	limitBack, goodBack []time.Duration // per phase: time from the step into it until the limit, the goodput, is back; never
-	ends                [][endings]int  // per phase
+	goodput, ratio, ofCeiling []float64       // per phase: served per second; its ratio to the phase's best static; to min(offered, capacity)
+	p50, p99                  []time.Duration // per phase, of served requests, from arrival
+	limit                     []float64       // per phase: the median of the limit's samples
+	limitLo, limitHi          []float64       // per phase: the least and most of them
+	limitBack, goodBack       []time.Duration // per phase: time from the step into it (the start, for the first) until the limit, the goodput, is back; never
+	ends                      [][endings]int  // per phase
 
 	overall, overallRatio, singleRatio float64       // goodput over the run; its ratio to the per-phase best static's, to the best single static's
 	allP50, allP99                     time.Duration // over the run
@@ -34,41 +39,71 @@ type stats struct {
 	allEnds                            [endings]int
 }
 
+// toldAtOnce is the share of the callers not served that were refused at
+// once (within atOnce), rather than after waiting, after their budget, or
+// with an answer past their deadline; NaN if every caller was served.
+func toldAtOnce(e [endings]int) float64 {
+	notServed := 0
+	for k := range endings {
+		if k != served {
+			notServed += e[k]
+		}
+	}
+	if notServed == 0 {
+		return math.NaN()
+	}
+	return float64(e[refused]) / float64(notServed)
+}
+
+// lateShare is the share of the callers whose answer came past their
+// deadline.
+func lateShare(e [endings]int) float64 {
+	n := 0
+	for _, v := range e {
+		n += v
+	}
+	if n == 0 {
+		return 0
+	}
+	return float64(e[late]) / float64(n)
+}
+
 // measure computes the numbers of every strategy in one run and appends those
 // of the best static limit per phase (the static with the most goodput in
 // each phase), whose name is given per phase.
-func measure(all []namedStrategy, rs []result, ld load) ([]stats, []string) {
-	bpp := int(ld.phaseLen / bucket)
+func measure(sc scenario, all []namedStrategy, rs []result) ([]stats, []string) {
+	bpp := int(sc.phaseLen / bucket)
 	out := make([]stats, len(rs)+1)
 	for i, r := range rs {
 		s := &out[i]
 		var lat []time.Duration
-		for p := range phases {
-			s.goodput = append(s.goodput, float64(r.ends[p][served])/ld.phaseLen.Seconds())
+		for p, ph := range sc.phases {
+			s.goodput = append(s.goodput, float64(r.ends[p][served])/sc.phaseLen.Seconds())
+			s.ofCeiling = append(s.ofCeiling, s.goodput[p]/ph.ceiling())
 			s.p50 = append(s.p50, quantile(r.latency[p], 0.5))
 			s.p99 = append(s.p99, quantile(r.latency[p], 0.99))
 			l := slices.Clone(r.limits[p*bpp : (p+1)*bpp])
 			slices.Sort(l)
 			s.limit = append(s.limit, float64(l[len(l)/2]))
 			s.limitLo, s.limitHi = append(s.limitLo, float64(l[0])), append(s.limitHi, float64(l[len(l)-1]))
-			s.limitBack = append(s.limitBack, limitBack(r.limits, p, bpp))
+			s.limitBack = append(s.limitBack, limitBack(sc, r.limits, p, bpp))
 			s.ends = append(s.ends, r.ends[p])
 			for e := range endings {
 				s.allEnds[e] += r.ends[p][e]
 			}
 			lat = append(lat, r.latency[p]...)
 		}
-		s.overall = float64(s.allEnds[served]) / (ld.phaseLen * time.Duration(len(phases))).Seconds()
+		s.overall = float64(s.allEnds[served]) / sc.runLen().Seconds()
 		s.allP50, s.allP99 = quantile(lat, 0.5), quantile(lat, 0.99)
 		s.lag = quantile(r.lag, 0.99)
 	}
 
 	best := &out[len(rs)]
-	names := make([]string, len(phases))
-	bestOf := make([]int, len(phases))
+	names := make([]string, len(sc.phases))
+	bestOf := make([]int, len(sc.phases))
 	var lat []time.Duration
 	single := 0.0
-	for p := range phases {
+	for p := range sc.phases {
 		bi := -1
 		for i, ns := range all {
 			if ns.group == "static" && (bi < 0 || out[i].goodput[p] > out[bi].goodput[p]) {
@@ -78,7 +113,7 @@ func measure(all []namedStrategy, rs []result, ld load) ([]stats, []string) {
 		if bi < 0 { // no static limit ran: no reference
 			out = out[:len(rs)]
 			for i := range out {
-				for range phases {
+				for range sc.phases {
 					out[i].ratio, out[i].goodBack = append(out[i].ratio, math.NaN()), append(out[i].goodBack, never)
 				}
 				out[i].overallRatio, out[i].singleRatio = math.NaN(), math.NaN()
@@ -88,6 +123,7 @@ func measure(all []namedStrategy, rs []result, ld load) ([]stats, []string) {
 		bestOf[p], names[p] = bi, all[bi].name
 		b := out[bi]
 		best.goodput = append(best.goodput, b.goodput[p])
+		best.ofCeiling = append(best.ofCeiling, b.ofCeiling[p])
 		best.p50, best.p99 = append(best.p50, b.p50[p]), append(best.p99, b.p99[p])
 		best.limit, best.limitLo, best.limitHi = append(best.limit, b.limit[p]), append(best.limitLo, b.limitLo[p]), append(best.limitHi, b.limitHi[p])
 		best.limitBack = append(best.limitBack, b.limitBack[p])
@@ -95,7 +131,7 @@ func measure(all []namedStrategy, rs []result, ld load) ([]stats, []string) {
 		for e := range endings {
 			best.allEnds[e] += b.ends[p][e]
 		}
-		best.overall += b.goodput[p] / float64(len(phases))
+		best.overall += b.goodput[p] / float64(len(sc.phases))
 		lat = append(lat, rs[bi].latency[p]...)
 	}
 	best.allP50, best.allP99 = quantile(lat, 0.5), quantile(lat, 0.99)
@@ -110,7 +146,7 @@ func measure(all []namedStrategy, rs []result, ld load) ([]stats, []string) {
 
 	for i := range out {
 		s := &out[i]
-		for p := range phases {
+		for p := range sc.phases {
 			s.ratio = append(s.ratio, s.goodput[p]/best.goodput[p])
 			if i == len(rs) {
 				s.goodBack = append(s.goodBack, 0)
@@ -123,17 +159,21 @@ func measure(all []namedStrategy, rs []result, ld load) ([]stats, []string) {
 	return out, names
 }
 
-// limitBack returns how long after the step into phase p the limit came within
-// limitBand of the new capacity for good: the time of the first of the
-// samples from the step (the previous phase's last) to the phase's last that
-// all lie within the band; never if the last does not.
-func limitBack(limits []int, p, bpp int) time.Duration {
-	if p == 0 {
-		return never
+// limitBack returns how long after the step into phase p (the start, for the
+// first phase) the limit came within limitBand of the new capacity for good:
+// the time of the first of the samples from the step (the previous phase's
+// last) to the phase's last that all lie within the band; never if the last
+// does not. It is loadBound for a phase whose load is below the capacity.
+func limitBack(sc scenario, limits []int, p, bpp int) time.Duration {
+	if sc.phases[p].load() < 1 {
+		return loadBound
 	}
-	c := float64(phases[p].capacity)
+	c := float64(sc.phases[p].capacity)
 	back := never
 	for i := bpp; i >= 0; i-- {
+		if p == 0 && i == 0 { // no sample at the start: the first is at the end of the first bucket
+			break
+		}
 		l := float64(limits[p*bpp-1+i])
 		if l < (1-limitBand)*c || l > (1+limitBand)*c {
 			break
@@ -181,11 +221,11 @@ func quantile(d []time.Duration, q float64) time.Duration {
 
 // report prints, per phase and over the run, the median and range over runs
 // of each number of every strategy, then the targets of the adaptive ones.
-func report(w io.Writer, all []namedStrategy, results [][]result, ld load, clock string) {
+func report(w io.Writer, sc scenario, all []namedStrategy, results [][]result, clock string) {
 	var per [][]stats // [run][strategy]
 	var bestNames [][]string
 	for _, rs := range results {
-		st, names := measure(all, rs, ld)
+		st, names := measure(sc, all, rs)
 		per, bestNames = append(per, st), append(bestNames, names)
 	}
 	rows := make([]string, 0, len(all)+1)
@@ -196,11 +236,16 @@ func report(w io.Writer, all []namedStrategy, results [][]result, ld load, clock
 	if hasBest {
 		rows = append(rows, "best static (per phase)")
 	}
-	// cell formats the median over runs of f and its range.
+	// cell formats the median over runs of f and its range; "–" for NaN.
 	cell := func(i int, f func(stats) float64, format string) string {
 		v := make([]float64, 0, len(per))
 		for _, run := range per {
-			v = append(v, f(run[i]))
+			if x := f(run[i]); !math.IsNaN(x) {
+				v = append(v, x)
+			}
+		}
+		if len(v) == 0 {
+			return "–"
 		}
 		slices.Sort(v)
 		m := fmt.Sprintf(format, v[len(v)/2])
@@ -211,27 +256,36 @@ func report(w io.Writer, all []namedStrategy, results [][]result, ld load, clock
 	}
 	dur := func(i int, f func(stats) time.Duration) string {
 		return strings.ReplaceAll(cell(i, func(s stats) float64 {
-			if d := f(s); d != never {
+			switch d := f(s); d {
+			case never:
+				return math.Inf(1)
+			case loadBound:
+				return math.NaN()
+			default:
 				return d.Seconds()
 			}
-			return math.Inf(1)
 		}, "%.1f"), "+Inf", "never")
 	}
 	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	pct := func(x float64) float64 { return 100 * x }
 
+	fmt.Fprintf(w, "Scenario %s: %s.\n", sc.name, sc.about)
 	fmt.Fprintf(w, "Clock: %s. %d run(s), each its own Poisson arrivals, replayed for every strategy; the strategies run one after another.\n", clock, len(per))
-	fmt.Fprintf(w, "Backend: processor sharing; past its capacity C, n in flight share a throughput of C/(1+%.2f(n-C)) at base latency; it serves a request whose caller left to its end.\n", thrash)
-	fmt.Fprintf(w, "Each request: deadline %v from arrival; it waits at most %v in the limiter's queue. Phases of %v:\n", ld.deadline, ld.queueBudget, ld.phaseLen)
-	for p, ph := range phases {
-		fmt.Fprintf(w, "  %d. capacity %d, base latency %v (up to %.0f/s), load %.1fx (%.0f arrivals/s)\n", p+1, ph.capacity, ph.base, ph.throughput(), ph.load, ph.rate())
+	fmt.Fprintf(w, "Backend: %s\n", sc.server.describe())
+	fmt.Fprintf(w, "Each request: deadline %v from arrival; it waits at most %v in the limiter's queue. Adaptive limits start at %s. Phases of %v:\n",
+		sc.deadline, sc.queueBudget, strings.Trim(fmt.Sprint(sc.initials), "[]"), sc.phaseLen)
+	for p, ph := range sc.phases {
+		fmt.Fprintf(w, "  %d. capacity %d, base latency %v (up to %.0f/s), load %.2gx (%.0f arrivals/s)\n", p+1, ph.capacity, ph.base, ph.throughput(), ph.load(), ph.rate)
 	}
-	fmt.Fprintf(w, "Every number is the median of the runs (range). Goodput: requests served within their deadline, per second, by phase of arrival.\n")
+	fmt.Fprintf(w, "Every number is the median of the runs (range). Goodput: requests served within their deadline, per second, by phase of arrival; ÷ ceiling: of min(offered, capacity).\n")
+	fmt.Fprintf(w, "Refused at once: turned away within %v; later: turned away after waiting longer, before the budget; queue timeouts: the budget ran out; late: admitted, answered after the deadline.\n", atOnce)
+	fmt.Fprintf(w, "Told at once: refused at once, as a share of the callers not served within their deadline. Late %%: of the phase's arrivals.\n")
 	fmt.Fprintf(w, "Start lag: how late a request's caller started after its arrival, the machine's scheduling noise (0 in simulated time).\n")
-	fmt.Fprintf(w, "Limit back: seconds from the step until the limit is within ±%.0f%% of the new capacity and stays there; goodput back: until every %v window serves within %.0f%% of the phase's best static limit in the second half of the phase.\n",
+	fmt.Fprintf(w, "Limit back: seconds from the step (the start, for the first phase) until the limit is within ±%.0f%% of the capacity and stays there, in a phase loaded past its capacity (– below it); goodput back: until every %v window serves within %.0f%% of the phase's best static limit in the second half of the phase.\n",
 		100*limitBand, goodputSpan, 100*goodputBand)
 
-	for p, ph := range phases {
-		fmt.Fprintf(w, "\n### Phase %d: capacity %d, base latency %v, load %.1fx", p+1, ph.capacity, ph.base, ph.load)
+	for p, ph := range sc.phases {
+		fmt.Fprintf(w, "\n### Phase %d: capacity %d, base latency %v, load %.2gx", p+1, ph.capacity, ph.base, ph.load())
 		if hasBest {
 			var names []string
 			for _, n := range bestNames {
@@ -239,40 +293,32 @@ func report(w io.Writer, all []namedStrategy, results [][]result, ld load, clock
 			}
 			fmt.Fprintf(w, "; best static: %s", strings.Join(names, ", "))
 		}
-		fmt.Fprint(w, "\n\n| strategy | goodput/s | × best static | p50 ms | p99 ms | limit | limit min–max | limit ÷ capacity |")
-		if p > 0 {
-			fmt.Fprint(w, " limit back s | goodput back s |")
-		}
-		fmt.Fprintln(w, " refused | queue timeouts | late |")
-		fmt.Fprint(w, "|---|---|---|---|---|---|---|---|")
-		if p > 0 {
-			fmt.Fprint(w, "---|---|")
-		}
-		fmt.Fprintln(w, "---|---|---|")
+		fmt.Fprint(w, "\n\n| strategy | goodput/s | ÷ ceiling | × best static | p50 ms | p99 ms | limit | limit min–max | limit ÷ capacity | limit back s | goodput back s | refused at once | later | queue timeouts | late | told at once % | late % |\n")
+		fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 		for i, n := range rows {
 			lo, hi := math.Inf(1), math.Inf(-1)
 			for _, run := range per {
 				lo, hi = min(lo, run[i].limitLo[p]), max(hi, run[i].limitHi[p])
 			}
-			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %.0f–%.0f | %s |", n,
+			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %.0f–%.0f | %s | %s | %s |", n,
 				cell(i, func(s stats) float64 { return s.goodput[p] }, "%.0f"),
+				cell(i, func(s stats) float64 { return s.ofCeiling[p] }, "%.2f"),
 				cell(i, func(s stats) float64 { return s.ratio[p] }, "%.2f"),
 				cell(i, func(s stats) float64 { return ms(s.p50[p]) }, "%.0f"),
 				cell(i, func(s stats) float64 { return ms(s.p99[p]) }, "%.0f"),
 				cell(i, func(s stats) float64 { return s.limit[p] }, "%.0f"), lo, hi,
-				cell(i, func(s stats) float64 { return s.limit[p] / float64(ph.capacity) }, "%.2f"))
-			if p > 0 {
-				fmt.Fprintf(w, " %s | %s |", dur(i, func(s stats) time.Duration { return s.limitBack[p] }),
-					dur(i, func(s stats) time.Duration { return s.goodBack[p] }))
-			}
-			for _, e := range []ending{refused, queueTimeout, late} {
+				cell(i, func(s stats) float64 { return s.limit[p] / float64(ph.capacity) }, "%.2f"),
+				dur(i, func(s stats) time.Duration { return s.limitBack[p] }),
+				dur(i, func(s stats) time.Duration { return s.goodBack[p] }))
+			for _, e := range []ending{refused, refusedLater, queueTimeout, late} {
 				fmt.Fprintf(w, " %s |", cell(i, func(s stats) float64 { return float64(s.ends[p][e]) }, "%.0f"))
 			}
-			fmt.Fprintln(w)
+			fmt.Fprintf(w, " %s | %s |\n", cell(i, func(s stats) float64 { return pct(toldAtOnce(s.ends[p])) }, "%.0f"),
+				cell(i, func(s stats) float64 { return pct(lateShare(s.ends[p])) }, "%.1f"))
 		}
 	}
 
-	fmt.Fprintf(w, "\n### The whole run\n\n| strategy | goodput/s | × best static per phase | × best single static | p50 ms | p99 ms | refused | queue timeouts | late | start lag p99 ms |\n|---|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(w, "\n### The whole run\n\n| strategy | goodput/s | × best static per phase | × best single static | p50 ms | p99 ms | refused at once | later | queue timeouts | late | told at once %% | late %% | start lag p99 ms |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for i, n := range rows {
 		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s |", n,
 			cell(i, func(s stats) float64 { return s.overall }, "%.0f"),
@@ -280,124 +326,14 @@ func report(w io.Writer, all []namedStrategy, results [][]result, ld load, clock
 			cell(i, func(s stats) float64 { return s.singleRatio }, "%.2f"),
 			cell(i, func(s stats) float64 { return ms(s.allP50) }, "%.0f"),
 			cell(i, func(s stats) float64 { return ms(s.allP99) }, "%.0f"))
-		for _, e := range []ending{refused, queueTimeout, late} {
+		for _, e := range []ending{refused, refusedLater, queueTimeout, late} {
 			fmt.Fprintf(w, " %s |", cell(i, func(s stats) float64 { return float64(s.allEnds[e]) }, "%.0f"))
 		}
-		fmt.Fprintf(w, " %s |\n", cell(i, func(s stats) float64 { return ms(s.lag) }, "%.0f"))
+		fmt.Fprintf(w, " %s | %s | %s |\n", cell(i, func(s stats) float64 { return pct(toldAtOnce(s.allEnds)) }, "%.0f"),
+			cell(i, func(s stats) float64 { return pct(lateShare(s.allEnds)) }, "%.1f"),
+			cell(i, func(s stats) float64 { return ms(s.lag) }, "%.0f"))
 	}
 	if hasBest {
-		targets(w, all, per)
+		printTargets(w, sc, all, per)
 	}
-}
-
-// targets prints, for each adaptive strategy, the targets it misses, on the
-// medians of the runs.
-func targets(w io.Writer, all []namedStrategy, per [][]stats) {
-	med := func(i int, f func(stats) float64) float64 {
-		v := make([]float64, 0, len(per))
-		for _, run := range per {
-			v = append(v, f(run[i]))
-		}
-		slices.Sort(v)
-		return v[len(v)/2]
-	}
-	secs := func(d time.Duration) float64 {
-		if d == never {
-			return math.Inf(1)
-		}
-		return d.Seconds()
-	}
-	best := len(all)
-	tuned := slices.IndexFunc(all, func(s namedStrategy) bool { return s.name == "failsafe-go tuned" })
-	fmt.Fprintf(w, "\n### Targets\n\nOn the medians: after each drop of the capacity the limit is back within 1s, after each rise within 2s, "+
-		"and a change of base latency alone cuts the median limit by at most 25%%; while the load is below the capacity the limit stays within 1.5x of it; "+
-		"goodput >= 0.95 of the best static limit in every phase and >= failsafe-go tuned's over the run; p99 <= 1.1x the best static's in every phase.\n\n")
-	for i, s := range all {
-		if s.group != "adaptive" {
-			continue
-		}
-		var miss []string
-		for p := range phases {
-			if p > 0 {
-				prev, cur := phases[p-1], phases[p]
-				switch {
-				case cur.capacity < prev.capacity:
-					if b := med(i, func(s stats) float64 { return secs(s.limitBack[p]) }); b > 1 {
-						miss = append(miss, fmt.Sprintf("phase %d: limit %s", p+1, backText(b)))
-					}
-				case cur.capacity > prev.capacity:
-					if b := med(i, func(s stats) float64 { return secs(s.limitBack[p]) }); b > 2 {
-						miss = append(miss, fmt.Sprintf("phase %d: limit %s", p+1, backText(b)))
-					}
-				default:
-					if r := med(i, func(s stats) float64 { return s.limit[p] / s.limit[p-1] }); r < 0.75 {
-						miss = append(miss, fmt.Sprintf("phase %d: median limit cut to %.2fx the previous phase's", p+1, r))
-					}
-				}
-			}
-			if phases[p].load < 1 {
-				if hi := med(i, func(s stats) float64 { return s.limitHi[p] }); hi > 1.5*float64(phases[p].capacity) {
-					miss = append(miss, fmt.Sprintf("phase %d: limit up to %.0f, %.1fx the capacity, under load %.1fx", p+1, hi, hi/float64(phases[p].capacity), phases[p].load))
-				}
-			}
-			if r := med(i, func(s stats) float64 { return s.ratio[p] }); r < 0.95 {
-				miss = append(miss, fmt.Sprintf("phase %d: goodput %.2f of the best static's", p+1, r))
-			}
-			if r := med(i, func(s stats) float64 { return float64(s.p99[p]) }) / med(best, func(s stats) float64 { return float64(s.p99[p]) }); r > 1.1 {
-				miss = append(miss, fmt.Sprintf("phase %d: p99 %.1fx the best static's", p+1, r))
-			}
-		}
-		if tuned >= 0 {
-			o, t := med(i, func(s stats) float64 { return s.overall }), med(tuned, func(s stats) float64 { return s.overall })
-			if o < t {
-				miss = append(miss, fmt.Sprintf("goodput over the run %.0f/s < failsafe-go tuned's %.0f/s", o, t))
-			}
-		}
-		if len(miss) == 0 {
-			fmt.Fprintf(w, "- %s: every target met\n", s.name)
-		} else {
-			fmt.Fprintf(w, "- %s: missed: %s\n", s.name, strings.Join(miss, "; "))
-		}
-	}
-}
-
-// backText tells when the limit came back, in seconds; +Inf for never.
-func backText(secs float64) string {
-	if math.IsInf(secs, 1) {
-		return "never back within the band"
-	}
-	return fmt.Sprintf("back after %.1fs", secs)
-}
-
-// checkModel returns an error unless a simulated run shows the backend's
-// physics: in every phase the best static limit serves at least 90% of what
-// the backend or the load allows, and in a phase of overload the static limit
-// furthest above the capacity serves less than the one at it.
-func checkModel(all []namedStrategy, rs []result, ld load) error {
-	st, _ := measure(all, rs, ld)
-	for p, ph := range phases {
-		best, atCap, above, aboveLimit := 0.0, -1.0, -1.0, 0
-		for i, s := range all {
-			if s.group != "static" {
-				continue
-			}
-			g := st[i].goodput[p]
-			best = max(best, g)
-			n := rs[i].limits[0]
-			if n == ph.capacity {
-				atCap = max(atCap, g)
-			}
-			if n > aboveLimit {
-				above, aboveLimit = g, n
-			}
-		}
-		if want := 0.9 * min(ph.rate(), ph.throughput()); best < want {
-			return fmt.Errorf("phase %d: the best static limit serves %.0f/s, under 90%% of the %.0f/s the phase allows", p+1, best, want/0.9)
-		}
-		if ph.load > 1 && atCap >= 0 && aboveLimit > ph.capacity && above >= atCap {
-			return fmt.Errorf("phase %d: a static limit of %d serves %.0f/s, no less than %.0f/s at the capacity of %d: the backend does not thrash",
-				p+1, aboveLimit, above, atCap, ph.capacity)
-		}
-	}
-	return nil
 }

@@ -16,23 +16,15 @@ type ending uint8
 const (
 	served       ending = iota // answered within its deadline
 	late                       // admitted, but its deadline passed before the backend answered
-	refused                    // turned away by the limiter: full, or shed from a standing queue
+	refused                    // turned away by the limiter at once (within atOnce): full, shed, or sure to be late
+	refusedLater               // turned away by the limiter after waiting longer, before its budget ran out
 	queueTimeout               // gave up waiting in the limiter's queue when its budget ran out
 	endings
 )
 
-// load is what every request of a run is given: a deadline from its arrival
-// for the whole call, and a shorter budget for waiting in the limiter's queue.
-// The defaults (main's flags), 1s and 100ms, are those of a service that
-// calls a 50–100ms backend: a deadline of 10–20 base latencies, so that only
-// a limit far above the capacity makes requests late, and a queue budget of
-// one or two, so that a caller does not wait for a slot longer than it would
-// be served.
-type load struct {
-	phaseLen    time.Duration
-	deadline    time.Duration
-	queueBudget time.Duration
-}
+// atOnce is how soon a refusal must come to count as told at once: a caller
+// refused within it can try elsewhere with nearly all of its budget left.
+const atOnce = 10 * time.Millisecond
 
 // result is what one strategy did in one run.
 type result struct {
@@ -44,23 +36,22 @@ type result struct {
 	lag      []time.Duration   // per request: how late its caller started after its arrival (the machine's scheduling)
 }
 
-// runOne replays the arrivals through a fresh strategy in front of a fresh
-// backend, on the clock of the calling goroutine (real, or a synctest
+// runOne replays the arrivals of sc through a fresh strategy in front of a
+// fresh backend, on the clock of the calling goroutine (real, or a synctest
 // bubble's), and returns when every caller has returned. The caller of each
 // request runs on its own goroutine.
-func runOne(ns namedStrategy, arr []time.Duration, ld load) result {
-	total := ld.phaseLen * time.Duration(len(phases))
-	nb := int(total / bucket)
-	res := result{served: make([]int, nb), latency: make([][]time.Duration, len(phases)),
-		limits: make([]int, nb), inFlight: make([]int, nb), ends: make([][endings]int, len(phases))}
+func runOne(sc scenario, ns namedStrategy, arr []request) result {
+	nb := int(sc.runLen() / bucket)
+	res := result{served: make([]int, nb), latency: make([][]time.Duration, len(sc.phases)),
+		limits: make([]int, nb), inFlight: make([]int, nb), ends: make([][endings]int, len(sc.phases))}
 	var mu sync.Mutex // guards res's served, latency, ends and lag
 
 	s := ns.make()
-	b := newBackend(phases[0])
+	b := sc.server.new(sc.phases[0])
 	start := time.Now()
 	var changes []*time.Timer
-	for p := 1; p < len(phases); p++ {
-		changes = append(changes, time.AfterFunc(ld.phaseLen*time.Duration(p), func() { b.setPhase(phases[p]) }))
+	for p := 1; p < len(sc.phases); p++ {
+		changes = append(changes, time.AfterFunc(sc.phaseLen*time.Duration(p), func() { b.setPhase(sc.phases[p]) }))
 	}
 
 	var sampler sync.WaitGroup
@@ -82,8 +73,8 @@ func runOne(ns namedStrategy, arr []time.Duration, ld load) result {
 	}()
 
 	var callers sync.WaitGroup
-	for _, at := range arr {
-		arrival := start.Add(at)
+	for _, rq := range arr {
+		arrival := start.Add(rq.at)
 		if d := time.Until(arrival); d > 0 {
 			time.Sleep(d)
 		}
@@ -91,13 +82,13 @@ func runOne(ns namedStrategy, arr []time.Duration, ld load) result {
 		go func() {
 			defer callers.Done()
 			lag := time.Since(arrival)
-			ctx, cancel := context.WithDeadline(context.Background(), arrival.Add(ld.deadline))
+			ctx, cancel := context.WithDeadline(context.Background(), arrival.Add(sc.deadline))
 			defer cancel()
-			queue, cancelQueue := context.WithDeadline(ctx, arrival.Add(ld.queueBudget))
+			queue, cancelQueue := context.WithDeadline(ctx, arrival.Add(sc.queueBudget))
 			defer cancelQueue()
 			e := s.do(ctx, queue, b.call)
 			end := time.Now()
-			p := phaseAt(at, ld.phaseLen)
+			p := sc.phaseAt(rq.at)
 			mu.Lock()
 			defer mu.Unlock()
 			res.ends[p][e]++
@@ -119,11 +110,15 @@ func runOne(ns namedStrategy, arr []time.Duration, ld load) result {
 	return res
 }
 
-// waitEnding tells, for a request the limiter did not admit, whether it ran
-// out of its queue budget or was turned away before.
-func waitEnding(queue context.Context) ending {
-	if queue.Err() != nil {
+// waitEnding tells, for a request the limiter did not admit after it began
+// waiting at start, whether it ran out of its queue budget or was turned away
+// before, at once or later.
+func waitEnding(queue context.Context, start time.Time) ending {
+	switch {
+	case queue.Err() != nil:
 		return queueTimeout
+	case time.Since(start) > atOnce:
+		return refusedLater
 	}
 	return refused
 }

@@ -9,15 +9,15 @@ import (
 	"time"
 )
 
-// The sweep that tunes failsafe-go's adaptive limiter for this scenario, so
-// that the comparison is with failsafe-go at its best here, not at defaults
-// chosen for other backends. It runs in simulated time, where a configuration
+// The sweep that tunes failsafe-go's adaptive limiter for a scenario (-scenario),
+// so that the comparison is with failsafe-go at its best there, not at
+// defaults chosen for other backends. It runs in simulated time, where a configuration
 // costs a fraction of a second, not a minute, on arrivals of their own (seeds
 // 101 and 102, not those of the comparison's runs), and its score is the
 // comparison's: goodput over the whole run (the mean of the two), ties broken
 // by the lower p99.
 //
-// The grid covers what moves the limiter on a backend of 50–100ms whose
+// The grid covers what moves the limiter on a backend of 20–100ms whose
 // capacity steps every few seconds:
 //   - the recent window (WithRecentWindow): its default of 1s and 50 samples
 //     reacts once a second at best; 25–250ms windows react within a few round
@@ -28,10 +28,10 @@ import (
 //   - WithMaxLimitFactor: the headroom over what is in flight, 5 by default;
 //     2 keeps the limit near the load;
 //   - queueing (WithQueueing): off (the default: refuse when full), or a queue
-//     of 2–3 times the limit, each waiting within its queue budget (100ms).
+//     of 2–3 times the limit, each waiting within its queue budget.
 //
-// failsafeTuned holds the winner of `go run . -sweep`; the limits (1, 200, 20)
-// are its defaults.
+// A scenario's tuned configuration holds the winner of `go run . -sweep
+// -scenario NAME`; the limits (1, 200, 20) are its defaults.
 func sweepGrid() []failsafeConfig {
 	var grid []failsafeConfig
 	for _, rw := range []struct {
@@ -66,7 +66,7 @@ func (c failsafeConfig) String() string {
 
 // runSweep runs every configuration of the grid on two runs' arrivals in
 // simulated time and prints them by score, the best first.
-func runSweep(t *testing.T, ld load) {
+func runSweep(t *testing.T, sc scenario) {
 	type scored struct {
 		cfg     failsafeConfig
 		goodput float64
@@ -78,10 +78,10 @@ func runSweep(t *testing.T, ld load) {
 		s := scored{cfg: c}
 		const runs = 2
 		for r := range runs {
-			arr := arrivals(uint64(101+r), ld.phaseLen)
+			arr := sc.arrivals(uint64(101 + r))
 			var res result
-			synctest.Test(t, func(*testing.T) { res = runOne(ns, arr, ld) })
-			st, _ := measure([]namedStrategy{ns}, []result{res}, ld)
+			synctest.Test(t, func(*testing.T) { res = runOne(sc, ns, arr) })
+			st, _ := measure(sc, []namedStrategy{ns}, []result{res})
 			s.goodput += st[0].overall / runs
 			s.p99 += st[0].allP99 / runs
 		}
@@ -97,11 +97,11 @@ func runSweep(t *testing.T, ld load) {
 		}
 		return int(a.p99 - b.p99)
 	})
-	fmt.Printf("failsafe-go's adaptive limiter on this scenario, simulated, by goodput over the run (mean of 2 runs):\n\n| configuration | goodput/s | p99 ms |\n|---|---|---|\n")
+	fmt.Printf("failsafe-go's adaptive limiter on scenario %s, simulated, by goodput over the run (mean of 2 runs):\n\n| configuration | goodput/s | p99 ms |\n|---|---|---|\n", sc.name)
 	for _, s := range out {
 		mark := ""
-		if s.cfg == failsafeTuned {
-			mark = " (failsafeTuned)"
+		if s.cfg == sc.tuned {
+			mark = " (tuned)"
 		}
 		fmt.Printf("| %s%s | %.0f | %.0f |\n", s.cfg, mark, s.goodput, float64(s.p99)/float64(time.Millisecond))
 	}

@@ -20,14 +20,10 @@ type namedLimiter struct {
 }
 
 func limiters() []namedLimiter {
-	return []namedLimiter{
-		{"global only (x/sync)", func(_ []tenant, limit int64) limiter {
-			return xsync{semaphore.NewWeighted(limit)}
-		}},
-		{"caps of limit/2 + global (keyed, WithGlobal)", func(_ []tenant, limit int64) limiter {
-			return keyedSet{keyed.New(limit/2, keyed.WithGlobal(core.New(limit)))}
-		}},
-		{"fair limit (keyed, WithLimit)", func(ts []tenant, limit int64) limiter {
+	// fair is keyed's fair limit with the tenants' weights and guarantees, and
+	// a cap per tenant of limit*capOf, or none (0).
+	fair := func(capOf float64) func(ts []tenant, limit int64) limiter {
+		return func(ts []tenant, limit int64) limiter {
 			of := func(f func(tenant) int64) func(string) int64 {
 				return func(key string) int64 {
 					for _, t := range ts {
@@ -38,10 +34,35 @@ func limiters() []namedLimiter {
 					return 0
 				}
 			}
-			return keyedSet{keyed.New(limit, keyed.WithLimit(limit),
+			capacity := keyed.NoKeyLimit
+			if capOf > 0 {
+				capacity = int64(float64(limit) * capOf)
+			}
+			return keyedSet{keyed.New(capacity, keyed.WithLimit(limit),
 				keyed.WithWeightFunc(of(func(t tenant) int64 { return t.weight })),
 				keyed.WithGuaranteeFunc(of(func(t tenant) int64 { return t.guarantee })))}
+		}
+	}
+	return []namedLimiter{
+		{"global only (x/sync)", func(_ []tenant, limit int64) limiter {
+			return xsync{semaphore.NewWeighted(limit)}
 		}},
+		{"caps of limit/2 + global (keyed, WithGlobal)", func(_ []tenant, limit int64) limiter {
+			return keyedSet{keyed.New(limit/2, keyed.WithGlobal(core.New(limit)))}
+		}},
+		{"reference: the fair limit's order under one lock", func(ts []tenant, limit int64) limiter {
+			weight := func(key string) int64 {
+				for _, t := range ts {
+					if t.name == key {
+						return t.weight
+					}
+				}
+				return 1
+			}
+			return newReference(limit, weight)
+		}},
+		{"fair limit (keyed, NoKeyLimit, WithLimit)", fair(0)},
+		{"fair limit, caps of limit/2 (keyed, WithLimit)", fair(0.5)},
 	}
 }
 

@@ -1,11 +1,14 @@
 // Command fair measures how a global concurrency limit is shared among tenants
-// of different weights and demands, in real time, with three limiters: a
+// of different weights and demands, in real time, with these limiters: a
 // global limit only (golang.org/x/sync/semaphore), per-tenant caps under a
 // global semaphore (keyed with WithGlobal), and keyed's fair limit (WithLimit,
-// WithWeightFunc, WithGuaranteeFunc). Each tenant sends open-loop Poisson
-// arrivals; each request holds one unit for a fixed service time.
+// WithWeightFunc, WithGuaranteeFunc), without caps per tenant (NoKeyLimit) and
+// with caps of half the limit, whose calls then wait at their tenant's own
+// level when the cap binds. Each tenant sends open-loop Poisson
+// arrivals; each request holds its units (one, unless the scenario says) for
+// the service time.
 //
-// Four scenarios, each run with every limiter in turn:
+// Six scenarios, each run with every limiter in turn:
 //
 //   - equal: four tenants of weight 1, one sending ten times the others' load,
 //     all asking for more than a quarter of the limit;
@@ -14,10 +17,20 @@
 //   - light: a backlogged tenant and a light one (a twentieth of the limit),
 //     and the light one alone, for its latency;
 //   - return: an owner with a guarantee of half the limit, idle for the first
-//     half of the run, and a backlogged tenant throughout.
+//     half of the run, and a backlogged tenant throughout;
+//   - mixed: four tenants of weight 1 asking for more than their shares, three
+//     with requests of 1 to 8 units and one with requests of 1, for each one's
+//     share of the units held over time;
+//   - mixedlight: a limit of 32, service times from half to one and a half
+//     times the service time; a backlogged tenant and a light one (a fifth of
+//     the limit), both with requests of 1 to 8 units, and the light one alone,
+//     for its latency.
 //
 // A backend counts the units in service independently of the limiters and
-// checks the limit at every grant.
+// checks the limit at every grant. A fifth limiter, a reference, runs the fair
+// limit's order (weighted fair queuing over units granted, a FIFO line per
+// tenant) as plainly as possible under one mutex, without a level per tenant:
+// what the policy gives, apart from how keyed implements it.
 //
 //	go run . -runs 3 -png chart.png   # 4s per scenario and limiter: about 2 minutes
 //	go run . -quick                   # 1 run of 1s each, for CI; writes no file
@@ -30,6 +43,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"regexp"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -44,6 +58,7 @@ var (
 	limitN   = flag.Int64("limit", 8, "the global limit, in units")
 	service  = flag.Duration("service", 20*time.Millisecond, "each request's service time")
 	deadline = flag.Duration("deadline", 300*time.Millisecond, "each request's deadline, from its arrival")
+	only     = flag.String("only", "", "run only the scenarios whose names match this regular expression")
 )
 
 // A tenant of a scenario.
@@ -55,12 +70,23 @@ type tenant struct {
 	from      float64 // starts sending at this fraction of the run
 	backlog   bool    // asks for more than its fair share: its share is checked
 	burst     int     // requests sent at once when it starts
+	sizes     int64   // each request asks for 1 to sizes units, uniformly; 0 means 1
 }
 
 type scenario struct {
 	name    string
 	tenants []tenant
-	alone   string // a tenant also run alone, for its latency
+	alone   string  // a tenant also run alone, for its latency
+	limit   int64   // the limit; 0: -limit
+	jitter  float64 // service times are uniform in [service × (1 - jitter), service × (1 + jitter)]
+}
+
+// limitOf is the scenario's limit.
+func (sc scenario) limitOf() int64 {
+	if sc.limit > 0 {
+		return sc.limit
+	}
+	return *limitN
 }
 
 func scenarios() []scenario {
@@ -83,6 +109,16 @@ func scenarios() []scenario {
 			{name: "heavy", weight: 1, load: 2, backlog: true},
 			{name: "owner", weight: 1, guarantee: *limitN / 2, load: 1, from: 0.5, burst: int(*limitN / 2)},
 		}},
+		{name: "mixed", tenants: []tenant{
+			{name: "m1", weight: 1, load: 1, backlog: true, sizes: 8},
+			{name: "m2", weight: 1, load: 1, backlog: true, sizes: 8},
+			{name: "m3", weight: 1, load: 1, backlog: true, sizes: 8},
+			{name: "small", weight: 1, load: 1, backlog: true, sizes: 1},
+		}},
+		{name: "mixedlight", alone: "light", limit: 32, jitter: 0.5, tenants: []tenant{
+			{name: "heavy", weight: 1, load: 2, backlog: true, sizes: 8},
+			{name: "light", weight: 1, load: 0.2, sizes: 8},
+		}},
 	}
 }
 
@@ -97,6 +133,9 @@ func main() {
 	for r := range *runs {
 		var rs []outcome
 		for _, sc := range scenarios() {
+			if !regexp.MustCompile(*only).MatchString(sc.name) {
+				continue
+			}
 			for _, l := range limiters() {
 				rs = append(rs, measure(sc, l, sc.tenants, uint64(r+1)))
 				if sc.alone != "" {
@@ -130,11 +169,14 @@ type tenantResult struct {
 	failed    int64           // requests that reached their deadline
 	returnAt  int64           // return: units released by anyone before the owner asked again
 	returnGot int64           // return: units released by anyone when it held its guarantee; -1: never
+	unitTime  time.Duration   // units held times how long, summed, within the measured window
+	latencies []time.Duration // wait + service, of the requests granted
 }
 
 // outcome is one scenario with one limiter.
 type outcome struct {
 	scenario, limiter string
+	limit             int64
 	tenants           []tenantResult
 	maxInService      int64     // the most units in service at once, by the backend's count
 	violations        int64     // grants that found the limit exceeded
@@ -175,8 +217,9 @@ func (b *backend) serve(i int, n int64, d time.Duration) {
 }
 
 func measure(sc scenario, l namedLimiter, tenants []tenant, seed uint64) outcome {
-	lim := l.make(tenants, *limitN)
-	b := &backend{limit: *limitN, perTenant: make([]atomic.Int64, len(tenants))}
+	limit := sc.limitOf()
+	lim := l.make(tenants, limit)
+	b := &backend{limit: limit, perTenant: make([]atomic.Int64, len(tenants))}
 	res := make([]tenantResult, len(tenants))
 	owner := -1 // the tenant with a guarantee that starts late, if any
 	for i, t := range tenants {
@@ -203,7 +246,8 @@ func measure(sc scenario, l namedLimiter, tenants []tenant, seed uint64) outcome
 	for i, t := range tenants {
 		wg.Go(func() {
 			r := rand.New(rand.NewPCG(seed, uint64(i)))
-			rate := t.load * float64(*limitN) / service.Seconds()
+			meanSize := float64(1+max(t.sizes, 1)) / 2
+			rate := t.load * float64(limit) / service.Seconds() / meanSize
 			next := start.Add(time.Duration(t.from * float64(*length)))
 			burst := t.burst
 			for {
@@ -217,10 +261,17 @@ func measure(sc scenario, l namedLimiter, tenants []tenant, seed uint64) outcome
 				}
 				time.Sleep(time.Until(next))
 				arrived := time.Now()
+				n, d := int64(1), *service // the scenarios of one size and one service time draw nothing for them
+				if t.sizes > 1 {
+					n += r.Int64N(t.sizes)
+				}
+				if sc.jitter > 0 {
+					d = time.Duration(float64(d) * (1 + sc.jitter*(2*r.Float64()-1)))
+				}
 				wg.Go(func() {
 					rctx, rcancel := context.WithDeadline(ctx, arrived.Add(*deadline))
 					defer rcancel()
-					release, err := lim.acquire(rctx, t.name, 1)
+					release, err := lim.acquire(rctx, t.name, n)
 					if err != nil {
 						mu.Lock()
 						res[i].failed++
@@ -230,12 +281,21 @@ func measure(sc scenario, l namedLimiter, tenants []tenant, seed uint64) outcome
 					granted := time.Now()
 					mu.Lock()
 					if granted.After(warm) {
-						res[i].served++
+						res[i].served += n
 						res[i].waits = append(res[i].waits, granted.Sub(arrived))
 					}
 					mu.Unlock()
-					b.serve(i, 1, *service)
-					x := b.released.Add(1)
+					b.serve(i, n, d)
+					done := time.Now()
+					if from, to := maxTime(granted, warm), minTime(done, end); to.After(from) {
+						mu.Lock()
+						res[i].unitTime += time.Duration(n) * to.Sub(from)
+						if granted.After(warm) {
+							res[i].latencies = append(res[i].latencies, done.Sub(arrived))
+						}
+						mu.Unlock()
+					}
+					x := b.released.Add(n)
 					if o := owner; o >= 0 && heldBy != nil {
 						// The owner's burst is in progress (waiting, or granted
 						// meanwhile): units released from here on count.
@@ -282,7 +342,7 @@ func measure(sc scenario, l namedLimiter, tenants []tenant, seed uint64) outcome
 	}
 	tick.Stop()
 	wg.Wait()
-	o := outcome{scenario: sc.name, limiter: l.name, tenants: res, maxInService: b.max.Load(),
+	o := outcome{scenario: sc.name, limiter: l.name, limit: limit, tenants: res, maxInService: b.max.Load(),
 		violations: b.violations.Load(), samples: samples, sampledAt: sampledAt}
 	if idleN > 0 {
 		o.idleUse = idleSum / idleN
@@ -323,4 +383,18 @@ func p99(ds []time.Duration) time.Duration {
 	s := slices.Clone(ds)
 	slices.Sort(s)
 	return s[int(math.Ceil(0.99*float64(len(s))))-1]
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
 }

@@ -104,8 +104,44 @@ func TestMeasure_NoLimiterExceedsTheLimit(t *testing.T) {
 			o := measure(sc, l, sc.tenants, 1)
 			require.Len(t, o.tenants, len(sc.tenants))
 			assert.Zero(t, o.violations, "%s / %s", sc.name, l.name)
-			assert.LessOrEqual(t, o.maxInService, *limitN, "%s / %s", sc.name, l.name)
+			assert.LessOrEqual(t, o.maxInService, sc.limitOf(), "%s / %s", sc.name, l.name)
 			assert.Positive(t, o.maxInService, "%s / %s", sc.name, l.name)
 		}
 	}
+}
+
+// TestTimeShares_FollowTheUnitsHeldOverTime checks the shares of the units
+// held over time among backlogged tenants and the largest gap from the fair
+// shares, relative to them.
+func TestTimeShares_FollowTheUnitsHeldOverTime(t *testing.T) {
+	held := func(name string, weight int64, unitTime time.Duration, backlog bool) tenantResult {
+		return tenantResult{tenant: tenant{name: name, weight: weight, backlog: backlog}, unitTime: unitTime}
+	}
+	got, gap := outcome{tenants: []tenantResult{
+		held("a", 1, 3*time.Second, true), held("b", 1, time.Second, true), held("light", 1, time.Hour, false),
+	}}.timeShares()
+	assert.Equal(t, []float64{0.75, 0.25}, got, "the light tenant takes no part")
+	assert.InDelta(t, 0.5, gap, 1e-12, "0.25 off a fair 0.5")
+
+	got, gap = outcome{tenants: []tenantResult{held("w1", 1, time.Second, true), held("w4", 4, 4*time.Second, true)}}.timeShares()
+	assert.Equal(t, []float64{0.2, 0.8}, got)
+	assert.InDelta(t, 0, gap, 1e-12)
+}
+
+// TestLatencyRatio_IsTheTenantsP99BesideTheOthersOverAlone checks the pairing
+// of a tenant's latencies beside the others and alone.
+func TestLatencyRatio_IsTheTenantsP99BesideTheOthersOverAlone(t *testing.T) {
+	lat := func(ms ...int) []time.Duration {
+		var ds []time.Duration
+		for _, m := range ms {
+			ds = append(ds, time.Duration(m)*time.Millisecond)
+		}
+		return ds
+	}
+	with := outcome{tenants: []tenantResult{
+		{tenant: tenant{name: "heavy"}, latencies: lat(500)},
+		{tenant: tenant{name: "light"}, latencies: lat(20, 30)},
+	}}
+	alone := outcome{tenants: []tenantResult{{tenant: tenant{name: "light"}, latencies: lat(20, 25)}}}
+	assert.InDelta(t, 30.0/25, latencyRatio(with, alone), 1e-12)
 }

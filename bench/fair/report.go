@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -49,7 +50,7 @@ func report(w io.Writer, all [][]outcome) (exceeded bool) {
 			runs = append(runs, rs[i])
 		}
 		fmt.Fprintf(w, "%s: max in service %s of %d", first.limiter,
-			spanOf(collect(runs, func(o outcome) float64 { return float64(o.maxInService) })).format(num), *limitN)
+			spanOf(collect(runs, func(o outcome) float64 { return float64(o.maxInService) })).format(num), first.limit)
 		for _, o := range runs {
 			if o.violations > 0 {
 				exceeded = true
@@ -91,10 +92,88 @@ func report(w io.Writer, all [][]outcome) (exceeded bool) {
 						return float64(r.returnGot - r.returnAt)
 					})).format(count), t.guarantee)
 			}
+			if first.overTime() {
+				fmt.Fprintf(&b, "\n         over time: ")
+				if t.backlog {
+					fmt.Fprintf(&b, "held %s of the units in service (fair %s), ", spanOf(collect(runs, func(o outcome) float64 {
+						got, _ := o.timeShares()
+						return got[backlogIndex(o, k)]
+					})).format(pct), pct(fairOf(first, k)))
+				}
+				fmt.Fprintf(&b, "p99 latency %s", spanOf(collect(runs, func(o outcome) float64 {
+					return msOf(p99(o.tenants[k].latencies))
+				})).format(ms))
+			}
 			fmt.Fprintln(w, b.String())
+		}
+		if first.overTime() {
+			if got, _ := first.timeShares(); len(got) > 1 {
+				fmt.Fprintf(w, "  time shares off their fair shares by at most %s (goal 5%%)\n",
+					spanOf(collect(runs, func(o outcome) float64 { _, gap := o.timeShares(); return gap })).format(pct))
+			}
+			if i > 0 && strings.HasSuffix(first.limiter, ", alone") {
+				fmt.Fprintf(w, "  %s's p99 latency beside the others over alone: %s (goal 1.2x)\n", first.tenants[0].name,
+					spanOf(collect(runs, func(o outcome) float64 { return latencyRatio(all[0][i-1], o) })).format(times))
+			}
 		}
 	}
 	return exceeded
+}
+
+func times(x float64) string { return fmt.Sprintf("%.2fx", x) }
+
+// overTime reports whether the scenario's requests vary in size or service
+// time: its report gives the units held over time and the latencies.
+func (o outcome) overTime() bool { return strings.HasPrefix(o.scenario, "mixed") }
+
+// timeShares returns each backlogged tenant's share of the units held over
+// time by the backlogged tenants, and the largest gap between such a share and
+// its weighted fair share, relative to the fair share (NaN without backlogged
+// tenants).
+func (o outcome) timeShares() (got []float64, gap float64) {
+	var total time.Duration
+	var weights int64
+	for _, t := range o.tenants {
+		if t.backlog {
+			total += t.unitTime
+			weights += t.weight
+		}
+	}
+	gap = math.NaN()
+	for _, t := range o.tenants {
+		if !t.backlog {
+			continue
+		}
+		g, f := float64(t.unitTime)/float64(total), float64(t.weight)/float64(weights)
+		got = append(got, g)
+		if d := math.Abs(g-f) / f; gap != gap || d > gap {
+			gap = d
+		}
+	}
+	return got, gap
+}
+
+// fairOf is tenant k's weighted share among the backlogged tenants.
+func fairOf(o outcome, k int) float64 {
+	var weights int64
+	for _, t := range o.tenants {
+		if t.backlog {
+			weights += t.weight
+		}
+	}
+	return float64(o.tenants[k].weight) / float64(weights)
+}
+
+// latencyRatio is the p99 latency of alone's one tenant beside the others, in
+// with, over its p99 latency alone.
+func latencyRatio(with, alone outcome) float64 {
+	name := alone.tenants[0].name
+	for _, t := range with.tenants {
+		if t.name == name {
+			return float64(p99(t.latencies)) / float64(p99(alone.tenants[0].latencies))
+		}
+	}
+	return math.NaN()
 }
 
 func backlogIndex(o outcome, k int) int {

@@ -132,9 +132,12 @@ func run(out io.Writer, l load) ([]result, error) {
 		func() (string, server) {
 			return fmt.Sprintf("plain semaphore (%d), unbounded queue", countLimit), newPlain()
 		},
-		func() (string, server) { return "admission, no shedding", newControlled(false) },
+		func() (string, server) { return "admission, no shedding", newControlled(false, false) },
 		func() (string, server) {
-			return fmt.Sprintf("admission, queue bound %d, shed factor %.1f", queueBound, shedFactor), newControlled(true)
+			return fmt.Sprintf("admission, queue bound %d, shed factor %.1f", queueBound, shedFactor), newControlled(true, false)
+		},
+		func() (string, server) {
+			return "admission, its defaults (the deadline rule)", newControlled(false, true)
 		},
 	}
 	var results []result
@@ -346,10 +349,16 @@ func (s *plain) drained() error {
 // controlled admits requests through an admission.Controller.
 type controlled struct{ ctrl *admission.Controller }
 
-func newControlled(shedding bool) *controlled {
+// newControlled returns a controller with shedding by a queue bound and a
+// shed factor or none, and with the deadline rule, admission's default, or
+// without it.
+func newControlled(shedding, deadlineRule bool) *controlled {
 	opts := []admission.Option{admission.WithName("api"), admission.WithCPUConcurrency(cpuLimit)}
 	if shedding {
 		opts = append(opts, admission.WithMaxWaiters(queueBound), admission.WithShedFactor(shedFactor))
+	}
+	if !deadlineRule {
+		opts = append(opts, admission.WithoutDeadlineShedding())
 	}
 	return &controlled{admission.New(admission.Resources{Count: countLimit, Memory: memoryLimit}, opts...)}
 }

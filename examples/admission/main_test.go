@@ -21,7 +21,7 @@ func TestRun(t *testing.T) {
 	var out strings.Builder
 	results, err := run(&out, load{duration: 300 * time.Millisecond, rate: 2.5 * capacity()})
 	require.NoError(t, err, out.String())
-	require.Len(t, results, 3)
+	require.Len(t, results, 4)
 	for _, r := range results {
 		assert.Positive(t, r.offered, r.name)
 		total := 0
@@ -36,7 +36,7 @@ func TestRun(t *testing.T) {
 	for _, r := range results[1:] {
 		assert.LessOrEqual(t, r.peakMemory, int64(memoryLimit), "%s: admission bounds the memory of running requests", r.name)
 	}
-	for _, want := range []string{"== plain semaphore", "== admission, no shedding", "== admission, queue bound", "goodput", "p99"} {
+	for _, want := range []string{"== plain semaphore", "== admission, no shedding", "== admission, queue bound", "== admission, its defaults", "goodput", "p99"} {
 		assert.Contains(t, out.String(), want)
 	}
 }

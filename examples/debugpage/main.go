@@ -1,9 +1,11 @@
 // Command debugpage serves the semaphores debug page over a live workload with
 // a stall in it: a "report-lock" semaphore whose only unit a nightly report has
 // held since the start, with jobs queueing behind it, next to a database pool, a
-// cache and an admission controller that keep serving. It prints the page's URL;
-// open it to see the stalled row marked and first, and its page naming the
-// holder's label and acquire site.
+// cache, an admission controller and an adaptive limiter in front of a backend
+// that serves four calls at once, which keep serving. It prints the page's URL;
+// open it to see the stalled row marked and first, its page naming the holder's
+// label and acquire site, and the adaptive limiter's limit, capacity estimate,
+// calls in flight and waiters.
 //
 // With -for it exits by itself after that long (0: serve until interrupted). It
 // shuts down by breaking every semaphore, which fails the waiters, and waits for
@@ -25,6 +27,7 @@ import (
 	"time"
 
 	"github.com/fairsem/semaphore"
+	"github.com/fairsem/semaphore/adaptive"
 	"github.com/fairsem/semaphore/admission"
 	"github.com/fairsem/semaphore/semdebug"
 )
@@ -79,6 +82,7 @@ func run(ctx context.Context, addr string, out io.Writer) error {
 type workload struct {
 	sems     []*semaphore.Semaphore
 	ctrl     *admission.Controller
+	api      *semaphore.Semaphore // the semaphore the adaptive limiter drives
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
 	cleanups []func()
@@ -99,6 +103,13 @@ func startWorkload() *workload {
 		w.cleanups = append(w.cleanups, semdebug.Register(s), semdebug.Record(s))
 	}
 	w.cleanups = append(w.cleanups, semdebug.Register(w.ctrl))
+	// An adaptive limiter finds the capacity of a backend that serves four calls
+	// at once and queues the rest: its page shows the limit, its estimate, the
+	// calls in flight and those waiting.
+	w.api = semaphore.New(8, semaphore.WithName("api"))
+	api := adaptive.New(w.api, nil)
+	w.cleanups = append(w.cleanups, semdebug.Register(api), semdebug.Record(api))
+	backend := make(chan struct{}, 4)
 
 	// The stall: a nightly report took the report lock and is stuck.
 	held := make(chan struct{})
@@ -129,6 +140,24 @@ func startWorkload() *workload {
 			}
 		}
 	})
+	// Calls to the backend through the limiter, more than it serves at once.
+	for i := range 8 {
+		w.wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(i), 11))
+			for ctx.Err() == nil {
+				api.Do(ctx, func(ctx context.Context) error {
+					select { // the backend's own queue
+					case backend <- struct{}{}:
+					case <-ctx.Done():
+						return ctx.Err()
+					}
+					pause(ctx, time.Duration(20+rng.IntN(20))*time.Millisecond)
+					<-backend
+					return nil
+				})
+			}
+		})
+	}
 	// Healthy traffic: short holds on the pool and the cache, requests through
 	// the controller.
 	for i := range 12 {
@@ -164,6 +193,7 @@ func (w *workload) stop() {
 		s.Break(errors.New("example shutting down"))
 	}
 	w.ctrl.Break(errors.New("example shutting down"))
+	w.api.Break(errors.New("example shutting down"))
 	w.wg.Wait()
 	for _, c := range w.cleanups {
 		c()

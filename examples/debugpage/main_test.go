@@ -1,10 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"io"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -37,25 +37,38 @@ func TestRun_ServesTheStalledSemaphoreFirstAndStops(t *testing.T) {
 	require.True(t, strings.HasPrefix(first, "serving http://"), first)
 	url := strings.TrimPrefix(first, "serving ")
 
-	require.Eventually(t, func() bool {
-		resp, err := http.Get(url + "?format=text")
-		if err != nil {
-			return false
-		}
+	get := func(path string) string {
+		t.Helper()
+		resp, err := http.Get(url + path)
+		require.NoError(t, err)
 		defer resp.Body.Close()
-		sc := bufio.NewScanner(resp.Body)
-		for range 4 { // the summary, a blank line, the header, the first row
-			sc.Scan()
-		}
-		return strings.HasPrefix(sc.Text(), "STALLED") && strings.Contains(sc.Text(), `"report-lock"`)
+		body, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return string(body)
+	}
+	var index string
+	require.Eventually(t, func() bool {
+		index = get("?format=text")
+		rows := strings.Split(index, "\n") // the summary, a blank line, the header, the first row
+		return len(rows) > 3 && strings.HasPrefix(rows[3], "STALLED") && strings.Contains(rows[3], `"report-lock"`)
 	}, 20*time.Second, 50*time.Millisecond, "the report lock's row is marked and first")
+	// Ids are never reused, so they depend on what the process registered
+	// before (-count): read them from the index.
+	idOf := func(name string) string {
+		m := regexp.MustCompile(`(?m)^(?:STALLED)?\s+(\d+)\s+"` + name + `"`).FindStringSubmatch(index)
+		require.Len(t, m, 2, "%s has a row:\n%s", name, index)
+		return m[1]
+	}
 
-	resp, err := http.Get(url + "3?format=text")
-	require.NoError(t, err)
-	body, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	require.NoError(t, err)
-	assert.Contains(t, string(body), "nightly-report (main.go:")
+	assert.Contains(t, get(idOf("report-lock")+"?format=text"), `"nightly-report" (main.go:`)
+
+	// The adaptive limiter shows its numbers, not "-".
+	id := idOf("api")
+	page := get(id + "?format=text")
+	for _, line := range []string{`(?m)^adaptive limiter "api" \(id ` + id + `\)$`, `(?m)^capacity +\d+$`, `(?m)^in use +\d+$`,
+		`(?m)^waiters +\d+$`, `(?m)^capacity estimate +(\d+|unknown)$`} {
+		assert.Regexp(t, line, page)
+	}
 
 	cancel()
 	require.NoError(t, <-done)

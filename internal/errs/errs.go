@@ -96,9 +96,14 @@ func Label(kind, name string, ptr any) string {
 	return fmt.Sprintf("unnamed %s %p", kind, ptr)
 }
 
+// Cause writes err, a cause a user or a peer gave (to Break, or to a context's
+// cancellation), as a Go string literal, as Label writes names: its text can
+// then forge no line, field or terminal escape where the message is printed.
+func Cause(err error) string { return strconv.Quote(err.Error()) }
+
 // Context describes how ctx ended, for a message and for matching: deadline
 // reports whether its deadline passed; why is its error's text followed by its
-// cause's when that differs ("context canceled: shutting down"); matches are its
+// cause's, quoted, when that differs (`context canceled: "shutting down"`); matches are its
 // error and that cause. The caller adds its own sentinel (ErrTimedOut when
 // deadline) and its words for what was going on.
 func Context(ctx context.Context) (deadline bool, why string, matches []error) {
@@ -106,7 +111,7 @@ func Context(ctx context.Context) (deadline bool, why string, matches []error) {
 	deadline = errors.Is(err, context.DeadlineExceeded)
 	why, matches = err.Error(), []error{err}
 	if cause != nil && cause != err {
-		why += ": " + cause.Error()
+		why += ": " + Cause(cause)
 		matches = append(matches, cause)
 	}
 	return deadline, why, matches

@@ -72,7 +72,7 @@ func TestContext_SaysHowTheContextEndedAndMatchesItsErrorAndCause(t *testing.T) 
 	cancelCause(cause)
 	deadline, why, matches = errs.Context(ctx)
 	assert.False(t, deadline)
-	assert.Equal(t, "context canceled: shutting down", why)
+	assert.Equal(t, `context canceled: "shutting down"`, why)
 	assert.Equal(t, []error{context.Canceled, cause}, matches)
 
 	ctx, cancel = context.WithTimeout(context.Background(), -1)

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/fairsem/semaphore/internal/buildflags"
 )
 
 // rootModulePath is the module path of the repository's root go.mod.
@@ -22,6 +24,11 @@ const rootModulePath = "github.com/fairsem/semaphore"
 // reports each compiler or vet message as a test error at its README line. Called
 // from the root module, it also fails for a snippet that no module can compile
 // and for a nested module that has snippets but no test calling Check.
+//
+// Under -short (the fast form of scripts/test.sh) it compiles the snippets and
+// does not vet them: vet first computes facts about every package the snippets
+// depend on, etcd's and gRPC's included, which takes minutes from a cold build
+// cache. scripts/test.sh -full vets them.
 func Check(t testing.TB) {
 	t.Helper()
 	wd, err := os.Getwd()
@@ -71,7 +78,7 @@ func Check(t testing.TB) {
 		lines[i] = s.line
 	}
 	t.Logf("readmecheck: compiling the Go snippets of README.md at lines %v in module %s", lines, module)
-	for _, msg := range compile(t, moduleDir, module, readmePath, mine) {
+	for _, msg := range compile(t, moduleDir, module, readmePath, mine, !testing.Short()) {
 		t.Error(msg)
 	}
 }
@@ -130,9 +137,9 @@ func hasCheckTest(dir string) bool {
 var readmeMessage = regexp.MustCompile(`README\.md:(\d+):(\d+): (.*)$`)
 
 // compile writes the snippets as one package in a temporary directory of the
-// module, builds it with every error reported, vets it when it builds, and
-// returns one message per problem.
-func compile(t testing.TB, moduleDir, module, readmePath string, snippets []assigned) []string {
+// module, builds it with every error reported, vets it when it builds and vet
+// is true, and returns one message per problem.
+func compile(t testing.TB, moduleDir, module, readmePath string, snippets []assigned, vet bool) []string {
 	t.Helper()
 	dir, err := os.MkdirTemp(moduleDir, "_readmecheck")
 	if err != nil {
@@ -164,9 +171,12 @@ func compile(t testing.TB, moduleDir, module, readmePath string, snippets []assi
 		return string(out), err == nil
 	}
 	// The compiler reports every error at once; vet stops at the first type error.
-	out, ok := run("build", "-gcflags=-e", pkg)
-	if ok {
-		out, ok = run("vet", "-unreachable=false", pkg)
+	// Both build as the test was built (-race under go test -race), so that the
+	// packages the snippets import come from the cache.
+	flags := buildflags.Args()
+	out, ok := run(slices.Concat([]string{"build"}, flags, []string{"-gcflags=-e", pkg})...)
+	if ok && vet {
+		out, ok = run(slices.Concat([]string{"vet"}, flags, []string{"-unreachable=false", pkg})...)
 	}
 	if ok {
 		return nil

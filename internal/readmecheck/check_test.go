@@ -6,6 +6,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/fairsem/semaphore/internal/fulltest"
 )
 
 // The README's Go snippets that use only the core module compile as pasted into
@@ -24,7 +26,7 @@ func TestCompile_ReportsEachErrorAtItsReadmeLine(t *testing.T) {
 		{snippet{line: 20, code: "u, err := sem.AcquireUnits(ctx, 1)\nif err != nil {\n\treturn err\n}\nnotDeclared(u)\n"}, nil},
 		{snippet{line: 30, code: "log.Print(ctx)\nreturn nil\n"}, []string{"log"}},
 	}
-	msgs := compile(t, moduleDir, rootModule, "/x/README.md", snippets)
+	msgs := compile(t, moduleDir, rootModule, "/x/README.md", snippets, false)
 	require.Len(t, msgs, 2, "%q", msgs)
 	assert.Contains(t, msgs[0], "README.md:10: declared and not used: sem")
 	assert.Contains(t, msgs[0], "Go snippet from line 10, compiled in module .")
@@ -41,7 +43,9 @@ func TestCompile_ReportsVetFindingsOnceEverySnippetCompiles(t *testing.T) {
 		{snippet{line: 40, code: "return nil\n"}, nil},
 		{snippet{line: 50, code: "log.Printf(\"%d units\", \"two\")\n"}, []string{"log"}},
 	}
-	msgs := compile(t, moduleDir, rootModule, "/x/README.md", snippets)
+	assert.Empty(t, compile(t, moduleDir, rootModule, "/x/README.md", snippets, false), "not vetted: the compiler finds nothing")
+	fulltest.Long(t) // as Check vets only without -short
+	msgs := compile(t, moduleDir, rootModule, "/x/README.md", snippets, true)
 	require.Len(t, msgs, 1, "%q", msgs)
 	assert.Contains(t, msgs[0], "README.md:50: ")
 	assert.Contains(t, msgs[0], "wrong type")

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -38,9 +39,9 @@ func chromiumPath() string {
 // installHint says how to get the browser.
 const installHint = "apt-get install -y chromium"
 
-// chromium finds the browser. Without it the test skips (TestMain has said
-// so), except in CI (CI=true), where a missing browser is a broken setup and
-// fails the test.
+// chromium finds the browser. Without it the test skips, saying why, except
+// in CI (CI=true), where a missing browser is a broken setup and fails the
+// test.
 func chromium(t *testing.T) string {
 	t.Helper()
 	if path := chromiumPath(); path != "" {
@@ -207,6 +208,8 @@ func TestDebugPage_InABrowser(t *testing.T) {
 	b.wait("the index is sorted by capacity, descending", `location.search === "?desc=1&sort=capacity" &&
 		document.querySelector("th.capacity").textContent.endsWith("▼")`)
 	keys := eval[[]string](b, `[...document.querySelectorAll("#index tbody tr")].map(r => r.dataset.key)`)
+	require.Contains(t, keys, "api", "the adaptive limiter has a row")
+	keys = slices.DeleteFunc(keys, func(k string) bool { return k == "api" }) // its capacity is its limit, which moves
 	assert.Equal(t, []string{"report-lock", "cache", "reads", "db-pool"}, keys, "stalled first, then by capacity")
 	b.check("sorted index")
 
@@ -216,7 +219,7 @@ func TestDebugPage_InABrowser(t *testing.T) {
 	b.do(chromedp.Click(chromedp.CSS("#index tbody tr:first-child td.name a")),
 		chromedp.WaitVisible(chromedp.CSS("#diagnostics")))
 	assert.Equal(t, "semaphore report-lock", b.text("h1"))
-	assert.Regexp(t, regexp.MustCompile(`nightly-report \(main\.go:\d+\)`), b.text("#diagnostics"))
+	assert.Regexp(t, regexp.MustCompile(`"nightly-report" \(main\.go:\d+\)`), b.text("#diagnostics"))
 	b.wait("the charts have data", `["chart-inuse", "chart-waiters", "chart-headwait"].every(id => {
 		const c = document.getElementById(id);
 		return c !== null && +c.dataset.points > 0 && c.querySelector("polyline") !== null;
@@ -243,6 +246,22 @@ func TestDebugPage_InABrowser(t *testing.T) {
 	b.do(chromedp.Sleep(3 * time.Second)) // longer than the refresh interval: nothing may change
 	assert.Equal(t, refreshes, eval[string](b, `document.body.dataset.refreshes`), "no refresh while paused")
 	assert.Equal(t, samples, b.text("#samples"))
+
+	// The adaptive limiter's page: its limit as the capacity, its calls in
+	// flight as in use, its waiters, and its estimate of the backend's capacity
+	// among the details, read through its Reading like every other object.
+	b.do(chromedp.Navigate(url + "?sort=name"))
+	b.wait("the index lists the adaptive limiter", `document.querySelector("#index tbody tr[data-key='api'] td.kind") !== null`)
+	assert.Equal(t, "adaptive limiter", b.text("#index tbody tr[data-key='api'] td.kind"))
+	b.do(chromedp.Click(chromedp.CSS("#index tbody tr[data-key='api'] td.name a")), chromedp.WaitVisible(chromedp.CSS("#diagnostics")))
+	assert.Equal(t, "adaptive limiter api", b.text("h1"))
+	for _, id := range []string{"#capacity", "#inuse", "#waiters"} {
+		assert.Regexp(t, `^\d+$`, b.text(id), "%s is a number, not unknown", id)
+	}
+	assert.True(t, eval[bool](b, `[...document.querySelectorAll("#details th")].some(th => th.textContent === "capacity estimate")`),
+		"the estimate is among the details")
+	b.check("adaptive limiter")
+	b.screenshot("adaptive.png")
 }
 
 // The page keeps to a 1,280-pixel window whatever the names: a 5,000-character

@@ -4,6 +4,7 @@
 // Content-Security-Policy (auto-refresh, pause, sorting, charts), fits a
 // 1,280-pixel window whatever the names, and shows markup in names as text. It
 // is a module of its own so that the core module does not depend on chromedp.
-// Without chromium, go test runs none of its tests and says so (the package is
-// reported "[no tests to run]"), except with CI=true, where they fail.
+// Without chromium each test skips, saying that chromium is not installed and
+// how to install it (scripts/test.sh prints every skip with its reason, as go
+// test -v does), except with CI=true, where they fail.
 package browsertest

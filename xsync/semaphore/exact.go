@@ -3,6 +3,8 @@ package semaphore
 import (
 	"context"
 	"strconv"
+
+	"github.com/fairsem/semaphore/internal/list"
 )
 
 // The exact path serves the sizes the core cannot count, those above
@@ -55,38 +57,9 @@ import (
 
 // waiter is an Acquire call queued on the exact path.
 type waiter struct {
-	n          int64         // fixed
-	ready      chan struct{} // closed under mu when granted, after it left the list
-	prev, next *waiter       // guarded by mu; nil at the ends and once it left
-}
-
-// waiterList is a FIFO list of waiters; its zero value is empty. Guarded by mu.
-type waiterList struct {
-	head, tail *waiter
-}
-
-func (l *waiterList) pushBack(w *waiter) {
-	w.prev = l.tail
-	if l.tail == nil {
-		l.head = w
-	} else {
-		l.tail.next = w
-	}
-	l.tail = w
-}
-
-func (l *waiterList) remove(w *waiter) {
-	if w.prev == nil {
-		l.head = w.next
-	} else {
-		w.prev.next = w.next
-	}
-	if w.next == nil {
-		l.tail = w.prev
-	} else {
-		w.next.prev = w.prev
-	}
-	w.prev, w.next = nil, nil
+	n     int64             // fixed
+	ready chan struct{}     // closed under mu when granted, after it left the list
+	link  list.Link[waiter] // its place in Weighted.waiters; guarded by mu
 }
 
 func (s *Weighted) acquireExact(ctx context.Context, n int64) error {
@@ -104,7 +77,7 @@ func (s *Weighted) acquireExact(ctx context.Context, n int64) error {
 		default:
 		}
 	}
-	if n <= s.size-s.cur && s.waiters.head == nil {
+	if n <= s.size-s.cur && s.waiters.Len() == 0 {
 		s.cur += n
 		s.mu.Unlock()
 		return nil
@@ -117,7 +90,7 @@ func (s *Weighted) acquireExact(ctx context.Context, n int64) error {
 		return ctx.Err()
 	}
 	w := &waiter{n: n, ready: make(chan struct{})}
-	s.waiters.pushBack(w)
+	s.waiters.PushBack(&w.link, w)
 	s.mu.Unlock()
 
 	select {
@@ -141,8 +114,8 @@ func (s *Weighted) acquireExact(ctx context.Context, n int64) error {
 			s.cur -= n
 			s.grantLocked()
 		default:
-			wasHead := s.waiters.head == w
-			s.waiters.remove(w)
+			wasHead := s.waiters.Front() == w
+			s.waiters.Remove(&w.link)
 			if wasHead {
 				// The new head may fit now; one behind any other waiter cannot.
 				s.grantLocked()
@@ -158,7 +131,7 @@ func (s *Weighted) tryAcquireExact(n int64) bool {
 		s.panicNegative("TryAcquire", n)
 	}
 	s.mu.Lock()
-	ok := n <= s.size-s.cur && s.waiters.head == nil
+	ok := n <= s.size-s.cur && s.waiters.Len() == 0
 	if ok {
 		s.cur += n
 	}
@@ -186,9 +159,9 @@ func (s *Weighted) releaseExact(n int64) {
 // they fit, and stops at the first that does not: a smaller request behind it is
 // not let past, so that a large one is never starved. mu must be held.
 func (s *Weighted) grantLocked() {
-	for w := s.waiters.head; w != nil && w.n <= s.size-s.cur; w = s.waiters.head {
+	for w := s.waiters.Front(); w != nil && w.n <= s.size-s.cur; w = s.waiters.Front() {
 		s.cur += w.n
-		s.waiters.remove(w)
+		s.waiters.Remove(&w.link)
 		close(w.ready)
 	}
 }

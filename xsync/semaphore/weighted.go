@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	core "github.com/fairsem/semaphore"
+	"github.com/fairsem/semaphore/internal/list"
 )
 
 // Weighted provides a way to bound concurrent access to a resource.
@@ -21,8 +22,8 @@ type Weighted struct {
 
 	// The exact path (exact.go), used when sem is nil. Guarded by mu.
 	mu      sync.Mutex
-	cur     int64      // units held, in [0, size]
-	waiters waiterList // Acquire calls waiting, in arrival order; none is granted while they wait
+	cur     int64             // units held, in [0, size]
+	waiters list.List[waiter] // Acquire calls waiting, in arrival order; none is granted while they wait
 }
 
 // NewWeighted creates a new weighted semaphore with the given maximum combined

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"runtime"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -382,4 +383,38 @@ func panicValue(f func()) (v string) {
 	}()
 	f()
 	return ""
+}
+
+// x/sync's contract: a waiter whose context ends returns ctx.Err() and leaves
+// the semaphore as if it had never been called, also when a Release granted it
+// first and its context ended before its goroutine ran: it must not return nil,
+// and the units it was granted go on to the waiter behind it. One processor
+// keeps the waiter from running between the grant and the cancellation, and the
+// scene is played many times, since which of the two the waiter sees first is
+// the runtime's choice. Sizes on the core's path and above its range.
+func TestAcquire_GrantedThenCancelledBeforeItRunsFailsAndHandsTheUnitsOn(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	for _, size := range []int64{4, 1 << 62} {
+		for round := range 64 {
+			synctest.Test(t, func(t *testing.T) {
+				s := semaphore.NewWeighted(size)
+				require.True(t, s.TryAcquire(size))
+				a := startAcquire(t.Context(), s, size)
+				synctest.Wait()
+				behind := startAcquire(t.Context(), s, 1)
+				synctest.Wait()
+				s.Release(size) // grants a, which has not run since
+				a.cancel()      // and a's context ends before it does
+				synctest.Wait()
+				err, ok := a.finished()
+				require.True(t, ok)
+				require.Equal(t, context.Canceled, err, "size %d, round %d: a cancelled call fails, granted or not", size, round)
+				err, ok = behind.finished()
+				require.True(t, ok, "size %d, round %d: the units a was granted went on to the waiter behind", size, round)
+				require.NoError(t, err)
+				s.Release(1)
+				require.True(t, s.TryAcquire(size), "size %d, round %d: every unit came back", size, round)
+			})
+		}
+	}
 }

@@ -3,14 +3,17 @@
 // second and acquire latency (p50, p99) of plain mode, block mode and etcd's
 // concurrency.Mutex (capacity mutexes, each goroutine always taking the same
 // one) for 1, 4 and 8 worker processes of 16 goroutines each, at capacity 64
-// and 256, each grant held 100µs or 10ms; then units moving between processes
-// when demand shifts (shift.go): one process's load stops, and the time until
-// another process is served, in etcd round trips; then three processes of
-// different demands on one capacity, and the units each holds against its
-// max-min share (split.go).
+// and 256, each grant held 100µs or 10ms; then plain against block mode when
+// the processes want more than the capacity (contended.go): grants per second,
+// latency, each process's units against its max-min share and the history's
+// violations; then units moving between processes when demand shifts
+// (shift.go): one process's load stops, and the time until another process is
+// served, in etcd round trips; then three processes of different demands on
+// one capacity, and the units each holds against its max-min share
+// (split.go). -table, -contended, -shift and -split choose the parts.
 //
-//	go -C etcdsem run ./cmd/etcdsembench              # the whole table, 3 runs each (some minutes)
-//	go -C etcdsem run ./cmd/etcdsembench -quick       # one row per mode, the shift and the split, 1 run (seconds)
+//	go -C etcdsem run ./cmd/etcdsembench              # everything, 3 runs each (some minutes)
+//	go -C etcdsem run ./cmd/etcdsembench -quick       # one row per mode, one contended cell, the shift and the split, 1 run (seconds)
 //	go -C etcdsem run ./cmd/etcdsembench -runs 1 -procs 4 -capacity 256 -hold 100us
 //
 // Each row is the median of its runs, with the range of the runs after it.
@@ -60,7 +63,7 @@ type config struct {
 
 func run(args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("etcdsembench", flag.ContinueOnError)
-	quick := fs.Bool("quick", false, "one row per mode (4 processes, capacity 256, 100µs holds), the shift and the split, 1 run of 1s (unless -runs, -duration)")
+	quick := fs.Bool("quick", false, "one row per mode (4 processes, capacity 256, 100µs holds), one contended cell, the shift and the split, 1 run of 1s (unless -runs, -duration)")
 	runs := fs.Int("runs", 3, "runs of each row; the row shows their median and range")
 	dur := fs.Duration("duration", 3*time.Second, "the load of one run")
 	goroutines := fs.Int("goroutines", 16, "goroutines per process")
@@ -69,6 +72,8 @@ func run(args []string, out io.Writer) error {
 	capsFlag := fs.String("capacity", "64,256", "capacities, comma-separated")
 	holdsFlag := fs.String("hold", "100us,10ms", "hold times, comma-separated")
 	modesFlag := fs.String("modes", "plain,blocks,mutex", "modes, comma-separated (the shift and the split run plain and blocks of them)")
+	table := fs.Bool("table", true, "measure the table of processes, capacities, holds and modes")
+	contended := fs.Bool("contended", true, "measure the contended cells (demand above the capacity), plain against blocks, when -modes has both")
 	shift := fs.Bool("shift", true, "measure the shift of demand between two processes")
 	split := fs.Bool("split", true, "measure how three processes of different demands share one capacity")
 	if err := fs.Parse(args); err != nil {
@@ -116,31 +121,25 @@ func run(args []string, out io.Writer) error {
 	defer e.Close()
 	b := &bench{endpoint: e.Config().ListenClientUrls[0].String(), goroutines: *goroutines, block: *block, dur: *dur}
 
-	fmt.Fprintf(out, "%d goroutines per process, block size %d, %v per run, median of %d runs [range]\n\n", *goroutines, *block, *dur, *runs)
-	fmt.Fprintln(out, "| processes | capacity | hold | mode | grants/s | p50 acquire | p99 acquire |")
-	fmt.Fprintln(out, "|---|---|---|---|---|---|---|")
-	for _, c := range cfgs {
-		var rates []float64
-		var p50s, p99s []time.Duration
-		for range *runs {
-			res, err := b.load(c)
-			if err != nil {
-				return fmt.Errorf("%d processes, capacity %d, hold %v, %s: %w", c.procs, c.capacity, c.hold, c.mode, err)
-			}
-			rates = append(rates, res.rate)
-			p50s = append(p50s, res.p50)
-			p99s = append(p99s, res.p99)
+	if *table {
+		if err := b.printTable(out, *runs, *block, cfgs); err != nil {
+			return err
 		}
-		fmt.Fprintf(out, "| %d | %d | %v | %s | %s | %s | %s |\n", c.procs, c.capacity, c.hold, c.mode,
-			spread(rates, func(r float64) string { return strconv.FormatFloat(r, 'f', 0, 64) }),
-			spread(p50s, fmtDuration), spread(p99s, fmtDuration))
 	}
-	// The shift and the split are etcdsem's: plain and block mode, as -modes
-	// asks.
+	// The contended cells, the shift and the split are etcdsem's: plain and
+	// block mode, as -modes asks.
 	var semModes []string
 	for _, m := range strings.Split(*modesFlag, ",") {
 		if m == "plain" || m == "blocks" {
 			semModes = append(semModes, m)
+		}
+	}
+	if *contended && len(semModes) == 2 {
+		if *quick {
+			contendedCells = contendedCells[:1]
+		}
+		if err := b.printContended(out, *runs, holds); err != nil {
+			return err
 		}
 	}
 	if *shift && len(semModes) > 0 {
@@ -152,6 +151,30 @@ func run(args []string, out io.Writer) error {
 		if err := b.printSplit(out, *runs, semModes); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// printTable runs each row of cfgs runs times and prints the table.
+func (b *bench) printTable(out io.Writer, runs int, block int64, cfgs []config) error {
+	fmt.Fprintf(out, "%d goroutines per process, block size %d, %v per run, median of %d runs [range]\n\n", b.goroutines, block, b.dur, runs)
+	fmt.Fprintln(out, "| processes | capacity | hold | mode | grants/s | p50 acquire | p99 acquire |")
+	fmt.Fprintln(out, "|---|---|---|---|---|---|---|")
+	for _, c := range cfgs {
+		var rates []float64
+		var p50s, p99s []time.Duration
+		for range runs {
+			res, err := b.load(c)
+			if err != nil {
+				return fmt.Errorf("%d processes, capacity %d, hold %v, %s: %w", c.procs, c.capacity, c.hold, c.mode, err)
+			}
+			rates = append(rates, res.rate)
+			p50s = append(p50s, res.p50)
+			p99s = append(p99s, res.p99)
+		}
+		fmt.Fprintf(out, "| %d | %d | %v | %s | %s | %s | %s |\n", c.procs, c.capacity, c.hold, c.mode,
+			spread(rates, func(r float64) string { return strconv.FormatFloat(r, 'f', 0, 64) }),
+			spread(p50s, fmtDuration), spread(p99s, fmtDuration))
 	}
 	return nil
 }

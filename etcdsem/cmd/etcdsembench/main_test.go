@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fairsem/semaphore/internal/fulltest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -24,19 +25,52 @@ func TestMain(m *testing.M) {
 	)
 }
 
-func TestRun_QuickPrintsARowPerModeTheShiftAndTheSplit(t *testing.T) {
+func TestRun_QuickPrintsARowPerModeAContendedCellTheShiftAndTheSplit(t *testing.T) {
+	fulltest.Long(t)
 	var out strings.Builder
 	require.NoError(t, run([]string{"-quick", "-duration", "300ms"}, &out))
 	t.Log("\n" + out.String())
 	for _, mode := range []string{"| plain |", "| blocks |", "| mutex |"} {
 		assert.Contains(t, out.String(), "| 4 | 256 | 100µs "+mode)
 	}
-	for _, mode := range []string{"\n| plain |", "\n| blocks |"} {
-		assert.Equal(t, 3, strings.Count(out.String(), mode), "a shift row per shape and a split row per mode")
+	assert.Contains(t, out.String(), "\n| 4 | 32 | 100µs | ", "the first contended cell")
+	assert.NotContains(t, out.String(), "\n| 8 | 64 | ", "one contended cell when quick")
+	for _, capacity := range []string{"8", "16"} {
+		for _, mode := range []string{"plain", "blocks"} {
+			row := "\n| " + capacity + " | " + mode + " | "
+			assert.Equal(t, 2, strings.Count(out.String(), row), "a shift row per shape: %q", row)
+		}
 	}
 	assert.Contains(t, out.String(), "| starts after the units went idle")
 	assert.Contains(t, out.String(), "| waits for them all when the load stops")
+	for _, mode := range []string{"\n| plain |", "\n| blocks |"} {
+		assert.Equal(t, 1, strings.Count(out.String(), mode), "a split row per mode")
+	}
 	assert.Contains(t, out.String(), "max-min shares [2 7 7]")
+}
+
+func TestRun_PartsRunOnlyWhenAsked(t *testing.T) {
+	var out strings.Builder
+	require.NoError(t, run([]string{"-quick", "-modes", "plain,blocks", "-duration", "100ms", "-table=false", "-shift=false", "-split=false"}, &out))
+	assert.NotContains(t, out.String(), "| mode | grants/s |", "no table")
+	assert.Contains(t, out.String(), "contended:")
+	assert.NotContains(t, out.String(), "shifting demand")
+	assert.NotContains(t, out.String(), "max-min shares")
+}
+
+func TestSamples_NearSharesJudgesTheMeasuredPeriod(t *testing.T) {
+	start := time.Now()
+	at := func(ms int) time.Time { return start.Add(time.Duration(ms) * time.Millisecond) }
+	ss := splitSamples{
+		at:    []time.Time{at(10), at(20), at(30), at(40)},
+		units: [][]int64{{0, 16}, {8, 8}, {12, 4}, {13, 3}},
+	}
+	near, gap := ss.nearShares(at(20), 8, 4)
+	assert.Equal(t, 2.0/3, near, "of the samples from the measured period on, two have both within 4 units of 8")
+	assert.Equal(t, int64(5), gap, "the farthest from the share: 13 or 3")
+	near, gap = splitSamples{}.nearShares(at(0), 8, 4)
+	assert.Zero(t, near)
+	assert.Zero(t, gap)
 }
 
 func TestSplitShares_AreMaxMin(t *testing.T) {
@@ -59,10 +93,12 @@ func TestSplitSamples_JudgeAveragesTheMeasuredPeriod(t *testing.T) {
 }
 
 func TestRun_ShiftAndSplitRunOnlyTheModesAsked(t *testing.T) {
+	fulltest.Long(t)
 	var out strings.Builder
 	require.NoError(t, run([]string{"-quick", "-modes", "mutex", "-duration", "100ms"}, &out))
 	assert.Contains(t, out.String(), "| mutex |")
 	assert.NotContains(t, out.String(), "shifting demand", "the shift is plain and block mode's")
+	assert.NotContains(t, out.String(), "contended:", "the contended cells compare plain and block mode")
 	assert.NotContains(t, out.String(), "max-min shares", "the split is plain and block mode's")
 }
 

@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// The shift: one process loads capacity shiftCapacity with 16 goroutines
+// The shift: one process loads a capacity (8, then 16) with 16 goroutines
 // holding a unit shiftHold each, then its load stops (it keeps its handle, and
 // so its blocks); another process's demand is then served from the units the
 // first no longer uses. Two shapes:
@@ -18,7 +18,7 @@ import (
 //     starts 0.7 s after the first's stopped, its units idle since: the time
 //     from its start to its first grant.
 //   - waits: the second process waits for the whole capacity (one goroutine
-//     asking for shiftCapacity units, its key queued in etcd) from 0.3 s
+//     asking for every unit, its key queued in etcd) from 0.3 s
 //     before the first's load stops: the time from the first's last release
 //     before that grant to the grant. In block mode that is the load's last
 //     release (the first keeps its fair share, half, while its load runs);
@@ -31,16 +31,17 @@ import (
 // path do (the first write after a pause is the slowest); and the median of
 // 11 writes it makes one after the other just before its load, with etcd warm
 // and quiet.
+var shiftCapacities = []int64{8, 16}
+
 const (
-	shiftCapacity = 16
-	shiftBlock    = 4
-	shiftHold     = 10 * time.Millisecond
+	shiftBlock = 4
+	shiftHold  = 10 * time.Millisecond
 )
 
 // A shiftShape is one way demand moves from the first process to the second.
 type shiftShape struct {
 	name string
-	run  func(b *bench, mode string) (shiftResult, error)
+	run  func(b *bench, mode string, capacity int64) (shiftResult, error)
 }
 
 // A shiftResult is one run of a shape.
@@ -61,41 +62,51 @@ var shiftShapes = []shiftShape{
 
 // printShift runs each shape in each of modes and prints its table.
 func (b *bench) printShift(out io.Writer, runs int, modes []string) error {
-	fmt.Fprintf(out, "\nshifting demand (capacity %d, block size %d, 16 goroutines, %v holds): one process's load stops, another process is served\n",
-		shiftCapacity, shiftBlock, shiftHold)
-	fmt.Fprintln(out, "\n| mode | the other process | served after | in writes at that moment | write at that moment | in round trips before | round trip before |")
-	fmt.Fprintln(out, "|---|---|---|---|---|---|---|")
+	fmt.Fprintf(out, "\nshifting demand (block size %d, 16 goroutines, %v holds): one process's load stops, another process is served\n",
+		shiftBlock, shiftHold)
+	fmt.Fprintln(out, "\n| capacity | mode | the other process | served after | in writes at that moment | write at that moment | in round trips before | round trip before |")
+	fmt.Fprintln(out, "|---|---|---|---|---|---|---|---|")
 	trips := func(f float64) string { return strconv.FormatFloat(f, 'f', 1, 64) }
-	for _, sh := range shiftShapes {
-		for _, mode := range modes {
-			var served, along, before []time.Duration
-			var inAlong, inBefore []float64
-			for range runs {
-				r, err := sh.run(b, mode)
-				for tries := 1; errors.Is(err, errNotStopped) && tries < 5; tries++ {
-					r, err = sh.run(b, mode)
+	for _, capacity := range shiftCapacities {
+		for _, sh := range shiftShapes {
+			for _, mode := range modes {
+				if err := b.printShiftRow(out, runs, capacity, sh, mode, trips); err != nil {
+					return err
 				}
-				if err != nil {
-					return fmt.Errorf("shift, %s, %s: %w", mode, sh.name, err)
-				}
-				served, along, before = append(served, r.served), append(along, r.along), append(before, r.before)
-				inAlong = append(inAlong, float64(r.served)/float64(r.along))
-				inBefore = append(inBefore, float64(r.served)/float64(r.before))
 			}
-			fmt.Fprintf(out, "| %s | %s | %s | %s | %s | %s | %s |\n", mode, sh.name, spread(served, fmtDuration),
-				spread(inAlong, trips), spread(along, fmtDuration), spread(inBefore, trips), spread(before, fmtDuration))
 		}
 	}
 	return nil
 }
 
+// printShiftRow runs one shape in one mode runs times and prints its row.
+func (b *bench) printShiftRow(out io.Writer, runs int, capacity int64, sh shiftShape, mode string, trips func(float64) string) error {
+	var served, along, before []time.Duration
+	var inAlong, inBefore []float64
+	for range runs {
+		r, err := sh.run(b, mode, capacity)
+		for tries := 1; errors.Is(err, errNotStopped) && tries < 5; tries++ {
+			r, err = sh.run(b, mode, capacity)
+		}
+		if err != nil {
+			return fmt.Errorf("shift, capacity %d, %s, %s: %w", capacity, mode, sh.name, err)
+		}
+		served, along, before = append(served, r.served), append(along, r.along), append(before, r.before)
+		inAlong = append(inAlong, float64(r.served)/float64(r.along))
+		inBefore = append(inBefore, float64(r.served)/float64(r.before))
+	}
+	fmt.Fprintf(out, "| %d | %s | %s | %s | %s | %s | %s | %s |\n", capacity, mode, sh.name, spread(served, fmtDuration),
+		spread(inAlong, trips), spread(along, fmtDuration), spread(inBefore, trips), spread(before, fmtDuration))
+	return nil
+}
+
 // shiftSpecs returns the two processes' specs on a fresh semaphore: the first
 // loads it for 1 s; the second, a copy, the caller adjusts.
-func (b *bench) shiftSpecs(mode string) (first, second spec) {
+func (b *bench) shiftSpecs(mode string, capacity int64) (first, second spec) {
 	b.runs++
 	name := fmt.Sprintf("etcdsembench/%d-%d", os.Getpid(), b.runs)
 	start := time.Now().Add(2500 * time.Millisecond)
-	first = spec{Endpoint: b.endpoint, Name: name, Mode: mode, Capacity: shiftCapacity, Block: shiftBlock,
+	first = spec{Endpoint: b.endpoint, Name: name, Mode: mode, Capacity: capacity, Block: shiftBlock,
 		Goroutines: 16, Hold: shiftHold, Start: start, Duration: time.Second}
 	second = first
 	second.Index = 1
@@ -104,8 +115,8 @@ func (b *bench) shiftSpecs(mode string) (first, second spec) {
 
 // shiftStarts runs the shape "starts" once: the time from the second load's
 // start to its first grant.
-func (b *bench) shiftStarts(mode string) (shiftResult, error) {
-	first, second := b.shiftSpecs(mode)
+func (b *bench) shiftStarts(mode string, capacity int64) (shiftResult, error) {
+	first, second := b.shiftSpecs(mode, capacity)
 	second.Start, second.Duration = first.Start.Add(first.Duration+700*time.Millisecond), 300*time.Millisecond
 	second.WriteAt = second.Start
 	results, err := runWorkers([]spec{first, second})
@@ -123,10 +134,10 @@ func (b *bench) shiftStarts(mode string) (shiftResult, error) {
 
 // shiftWaits runs the shape "waits" once: the time from the first's last
 // release before the second's first grant to that grant.
-func (b *bench) shiftWaits(mode string) (shiftResult, error) {
-	first, second := b.shiftSpecs(mode)
+func (b *bench) shiftWaits(mode string, capacity int64) (shiftResult, error) {
+	first, second := b.shiftSpecs(mode, capacity)
 	first.Releases = true
-	second.Goroutines, second.Units = 1, shiftCapacity
+	second.Goroutines, second.Units = 1, capacity
 	second.Start, second.Duration = first.Start.Add(first.Duration-300*time.Millisecond), 500*time.Millisecond
 	second.WriteAt = first.Start.Add(first.Duration)
 	results, err := runWorkers([]spec{first, second})

@@ -78,7 +78,7 @@ func (b *bench) split(mode string) (splitResult, error) {
 	defer probe.Close()
 
 	samples := make(chan splitSamples, 1)
-	go func() { samples <- sampleSplit(ctx, probe, start, b.dur) }()
+	go func() { samples <- sampleUnits(ctx, probe, start, b.dur, len(splitDemands), splitCapacity) }()
 	_, err = runWorkers(specs)
 	if err != nil {
 		cancel() // the sampler stops at its next Stats
@@ -101,7 +101,10 @@ type splitSamples struct {
 	err   error
 }
 
-func sampleSplit(ctx context.Context, probe *etcdsem.Semaphore, start time.Time, d time.Duration) splitSamples {
+// sampleUnits samples, every 10ms from start for d, the units each of procs
+// worker processes holds of a semaphore of the given capacity, through
+// probe's Stats.
+func sampleUnits(ctx context.Context, probe *etcdsem.Semaphore, start time.Time, d time.Duration, procs int, capacity int64) splitSamples {
 	var out splitSamples
 	select {
 	case <-time.After(time.Until(start)):
@@ -117,11 +120,11 @@ func sampleSplit(ctx context.Context, probe *etcdsem.Semaphore, start time.Time,
 			out.err = err
 			return out
 		}
-		if st.Held > splitCapacity {
-			out.err = fmt.Errorf("%d units held, more than the capacity %d", st.Held, splitCapacity)
+		if st.Held > capacity {
+			out.err = fmt.Errorf("%d units held, more than the capacity %d", st.Held, capacity)
 			return out
 		}
-		units := make([]int64, len(splitDemands))
+		units := make([]int64, procs)
 		for _, e := range st.Holders {
 			idx, ok := strings.CutPrefix(e.Client, "worker-")
 			i, err := strconv.Atoi(idx)

@@ -159,22 +159,22 @@ func run(ctx context.Context, out io.Writer, args []string) error {
 		if err := s.Resize(rctx, c.capacity); err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "%s: capacity set to %d\n", c.name, c.capacity)
+		fmt.Fprintf(out, "%q: capacity set to %d\n", c.name, c.capacity)
 	case "break":
 		if err := s.Break(rctx, errors.New(c.reason)); err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "%s: broken: %s\n", c.name, c.reason)
+		fmt.Fprintf(out, "%q: broken: %q\n", c.name, c.reason)
 	case "repair":
 		if err := s.Repair(rctx); err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "%s: repaired\n", c.name)
+		fmt.Fprintf(out, "%q: repaired\n", c.name)
 	case "drain":
 		if err := s.Drain(rctx); err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "%s: drained: no units held\n", c.name)
+		fmt.Fprintf(out, "%q: drained: no units held\n", c.name)
 	case "watch":
 		wctx := ctx
 		if *watchFor > 0 {
@@ -192,10 +192,10 @@ func status(ctx context.Context, out io.Writer, cli *clientv3.Client, s *etcdsem
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "%s: capacity %d, %d units held by %d holders, %d waiters (revision %d)\n",
+	fmt.Fprintf(out, "%q: capacity %d, %d units held by %d holders, %d waiters (revision %d)\n",
 		s.Name(), st.Capacity, st.Held, len(st.Holders), len(st.Waiters), st.Revision)
 	if st.Broken {
-		fmt.Fprintf(out, "BROKEN: %s\n", st.Reason)
+		fmt.Fprintf(out, "BROKEN: %q\n", st.Reason)
 	}
 	if st.Held > st.Capacity {
 		fmt.Fprintf(out, "holders exceed the capacity after a shrink; nobody is granted until they fit\n")
@@ -277,7 +277,7 @@ func watch(ctx context.Context, out io.Writer, cli *clientv3.Client, s *etcdsem.
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "watching %s: capacity %d, %d held, %d waiting\n", s.Name(), prev.Capacity, prev.Held, len(prev.Waiters))
+	fmt.Fprintf(out, "watching %q: capacity %d, %d held, %d waiting\n", s.Name(), prev.Capacity, prev.Held, len(prev.Waiters))
 	for resp := range cli.Watch(clientv3.WithRequireLeader(ctx), etcdsem.KeyPrefix(s.Name()), clientv3.WithRange(etcdsem.ReportPrefix(s.Name())), clientv3.WithRev(prev.Revision+1)) {
 		if err := resp.Err(); err != nil {
 			return err

@@ -60,8 +60,8 @@ func TestSemctl_StatusResizeBreakRepairWatch(t *testing.T) {
 	out = semctl("status", "jobs")
 	assert.Contains(t, out, "capacity 1, 2 units held", "shrinking never revokes holders")
 	assert.Contains(t, out, "holders exceed the capacity")
-	assert.Contains(t, semctl("break", "jobs", "maintenance"), "broken: maintenance")
-	assert.Contains(t, semctl("status", "jobs"), "BROKEN: maintenance")
+	assert.Contains(t, semctl("break", "jobs", "maintenance"), `broken: "maintenance"`)
+	assert.Contains(t, semctl("status", "jobs"), `BROKEN: "maintenance"`)
 	assert.Contains(t, semctl("repair", "jobs"), "repaired")
 	assert.NotContains(t, semctl("status", "jobs"), "BROKEN")
 
@@ -72,7 +72,7 @@ func TestSemctl_StatusResizeBreakRepairWatch(t *testing.T) {
 	defer wcancel()
 	done := make(chan error, 1)
 	go func() { done <- run(wctx, &wout, []string{"-endpoints", ep, "-for", "30s", "watch", "jobs"}) }()
-	require.Eventually(t, func() bool { return strings.Contains(wout.String(), "watching jobs") }, 30*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return strings.Contains(wout.String(), `watching "jobs"`) }, 30*time.Second, 10*time.Millisecond)
 	assert.Contains(t, wout.String(), "2 held", "the first view shows the holder")
 	require.NoError(t, u.Release(ctx))
 	require.Eventually(t, func() bool { return strings.Contains(wout.String(), `released 2 units of "worker-1"`) }, 30*time.Second, 10*time.Millisecond,
@@ -188,12 +188,12 @@ func TestSemctl_AnyNonEmptyNameIsItsOwnSemaphore(t *testing.T) {
 	for i, name := range names {
 		assert.Contains(t, semctl("resize", name, strconv.Itoa(i+1)), "capacity set to "+strconv.Itoa(i+1))
 	}
-	assert.Contains(t, semctl("break", "x/q", "maintenance"), "broken: maintenance")
+	assert.Contains(t, semctl("break", "x/q", "maintenance"), `broken: "maintenance"`)
 	for i, name := range names {
 		out := semctl("status", name)
-		assert.Contains(t, out, fmt.Sprintf("%s: capacity %d, 0 units held by 0 holders, 0 waiters", name, i+1))
+		assert.Contains(t, out, fmt.Sprintf("%q: capacity %d, 0 units held by 0 holders, 0 waiters", name, i+1))
 		if name == "x/q" {
-			assert.Contains(t, out, "BROKEN: maintenance")
+			assert.Contains(t, out, `BROKEN: "maintenance"`)
 		} else {
 			assert.NotContains(t, out, "BROKEN", name)
 		}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fairsem/semaphore/internal/fulltest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -23,6 +24,7 @@ func TestMain(m *testing.M) {
 }
 
 func TestJobsExample(t *testing.T) {
+	fulltest.Long(t)
 	var out strings.Builder
 	require.NoError(t, run(&out, ""))
 	t.Log("\n" + out.String())

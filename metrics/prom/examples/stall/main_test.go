@@ -18,7 +18,7 @@ func TestRun_DiagnosesTheStall(t *testing.T) {
 	require.NoError(t, run(&out))
 	got := out.String()
 	assert.Contains(t, got, `msg="semaphore: head waiter stalled"`)
-	assert.Regexp(t, `head waiter wants 2 units \(waiting \S+\), 0 available, 2 held by 2 holders for \S+ \(oldest: nightly-report \(main\.go:\d+\)\)`, got,
+	assert.Regexp(t, `head waiter wants 2 units \(waiting \S+\), 0 available, 2 held by 2 holders for \S+ \(oldest: "nightly-report" \(main\.go:\d+\)\)`, got,
 		"the watchdog's dump names the forgetful worker")
 	assert.Regexp(t, `semaphore "db-conns": 1 unit leaked by a Units acquired at main\.go:\d+ \(nightly-report\)`, got)
 	assert.Contains(t, got, `semaphore_wait_duration_seconds_count{outcome="granted",semaphore="db-conns"} 1`)

@@ -38,7 +38,7 @@ func TestWithStandingQueue_FailsWaitsPastTargetOnceTheQueueStood(t *testing.T) {
 		assert.ErrorIs(t, err, semaphore.ErrQueueFull, "a shed call is refused for load")
 		assert.NotErrorIs(t, err, semaphore.ErrTimedOut, "shed is its one meaning")
 		assert.Equal(t, 5*time.Millisecond, time.Since(start), "waited the target only")
-		assert.Contains(t, err.Error(), `adaptive limiter "api": acquire 1 unit: shed: waited 5ms in a queue standing for over 100ms`)
+		assert.Contains(t, err.Error(), `adaptive limiter "api": acquire 1 unit: shed: waited 5ms, the most 5ms a call waits in a queue standing for over 100ms`)
 
 		holder.Done(adaptive.Success) // the first waiter is granted 155ms late in a standing queue
 		err = <-first

@@ -1,0 +1,5 @@
+//go:build race
+
+package buildflags_test
+
+const raceEnabled = true
