@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fairsem/semaphore/internal/fulltest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -17,7 +18,7 @@ import (
 // connection, which never publishes, and keep them (no Lost); handles close
 // at once. After the alarm, acquires succeed again.
 func TestAlarm_EveryCallEndsAtOnceAndHoldersKeepTheirSlots(t *testing.T) {
-	faultTest(t)
+	fulltest.Fault(t)
 	b := ownBroker(t, "rabbitmq_event_exchange")
 	name := testName(t)
 	ctx := testCtx(t, 10*time.Minute)

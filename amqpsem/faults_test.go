@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fairsem/semaphore/internal/fulltest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -63,7 +64,7 @@ func startHolder(t *testing.T, url, name string, n int) *exec.Cmd {
 // broker closes the connection and drops its B queues, and a waiter elsewhere
 // is granted the slots.
 func TestHolderProcess_SIGKILLFreesItsSlots(t *testing.T) {
-	faultTest(t)
+	fulltest.Fault(t)
 	b := broker(t)
 	name := testName(t)
 	rec := record(t, b.URL, name)
@@ -96,7 +97,7 @@ func TestHolderProcess_SIGKILLFreesItsSlots(t *testing.T) {
 // request the broker received: Lost must close the heartbeat timeout less the
 // margin after it, not later (the margin covers a late timer).
 func TestPartition_LostClosesBeforeTheSlotIsGrantedElsewhere(t *testing.T) {
-	faultTest(t)
+	fulltest.Fault(t)
 	const hb, margin = 2 * time.Second, 500 * time.Millisecond
 	b := broker(t)
 	name := testName(t)
@@ -148,7 +149,7 @@ func TestPartition_LostClosesBeforeTheSlotIsGrantedElsewhere(t *testing.T) {
 // as it stops), the slots persist (durable A queues), and a handle acquires
 // again once it is back.
 func TestBroker_RestartKeepsSlotsAndTellsHoldersFirst(t *testing.T) {
-	faultTest(t)
+	fulltest.Fault(t)
 	b := ownBroker(t)
 	name := testName(t)
 	a := newSem(t, b.URL, name, WithSlots(2), WithWakeup(WakePolling))
@@ -195,7 +196,7 @@ func TestBroker_RestartKeepsSlotsAndTellsHoldersFirst(t *testing.T) {
 // told within the heartbeat timeout less the margin, and every call in flight
 // ends.
 func TestBroker_SIGSTOPTellsHoldersAndEndsCalls(t *testing.T) {
-	faultTest(t)
+	fulltest.Fault(t)
 	b := ownBroker(t)
 	name := testName(t)
 	s := newSem(t, b.URL, name, WithSlots(2), WithHeartbeat(2*time.Second), WithSafetyMargin(500*time.Millisecond), WithWakeup(WakePolling))

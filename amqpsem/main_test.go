@@ -105,16 +105,6 @@ func SharedBrokerURL(t testing.TB) string {
 // readOnlyUser, of the shared broker, may not configure (declare) anything.
 var readOnlyUser = amqptest.User{Name: "amqpsem-ro", Password: "ro", Configure: "^$", Write: ".*", Read: ".*"}
 
-// faultTest skips t under -short: a test that kills, stops, cuts off or
-// starves (a resource alarm) a process or a broker; such a test starts a
-// broker of its own when it hurts the broker.
-func faultTest(t testing.TB) {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("fault test (kills, stops or cuts off a process): skipped by -short; scripts/test.sh -full runs it")
-	}
-}
-
 // ctl runs rabbitmqctl against b with a bound of its own: the command starts
 // an Erlang VM, which takes seconds, and a minute on two busy cores.
 func ctl(t testing.TB, b *amqptest.Broker, args ...string) {

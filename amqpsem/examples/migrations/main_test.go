@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/fairsem/semaphore/amqpsem/amqptest"
+	"github.com/fairsem/semaphore/internal/fulltest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -21,9 +22,7 @@ func TestMain(m *testing.M) {
 }
 
 func TestMigrationsExample(t *testing.T) {
-	if testing.Short() {
-		t.Skip("long test (seconds on two cores): skipped by -short; scripts/test.sh -full runs it")
-	}
+	fulltest.Long(t)
 	if _, err := amqptest.Server(); err != nil && os.Getenv("CI") != "true" {
 		t.Skipf("skipped: %v", err)
 	}
