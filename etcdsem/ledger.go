@@ -108,14 +108,15 @@ func (u usage) free() int64 { return max(u.usable-u.held, 0) }
 func (u usage) debt() int64 { return max(u.held-u.usable, 0) }
 
 // usageLocked reads the ledger's usage, forgetting retired epochs whose
-// callers hold nothing. ledger.mu is held.
+// callers are all gone: a caller holding zero units still holds its Units,
+// whose Lost a loss must close. ledger.mu is held.
 func (p *blockPool) usageLocked() usage {
 	l := &p.ledger
 	var u usage
 	l.retired = slices.DeleteFunc(l.retired, func(e *epoch) bool {
 		h := e.heldLocked()
 		u.retired += h
-		return h == 0
+		return h == 0 && e.holds.Load() == 0
 	})
 	ep := p.ep.Load()
 	u.held = ep.heldLocked()
