@@ -285,15 +285,7 @@ func TestFaults_EveryCallAndProcessEndsUnderLoad(t *testing.T) {
 			px.hold(true, true)
 		}
 		time.Sleep(3 * endsTTL) // the time for the cut-off handles' leases to be lost
-		cutGrants := func() (n int64) {
-			for i := reopened; i < len(slots); i++ {
-				n += slotGrants[i].Load()
-			}
-			return n
-		}
-		before := cutGrants()
 		progress("with two handles cut off")
-		assert.Equal(t, before, cutGrants(), "a handle cut off from every member past its TTL granted units")
 		for _, px := range pxs {
 			px.release()
 			px.dropConns()
