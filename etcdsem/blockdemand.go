@@ -1,8 +1,10 @@
 package etcdsem
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"sync"
 	"time"
 )
 
@@ -274,22 +276,36 @@ type settleChange struct {
 }
 
 // settle tells etcd the blocks' new weights: a lower weight in place, or the
-// key deleted at 0. It reports false if an RPC failed (the next step
-// retries); a block found lost ends the epochs through watchBlock.
+// key deleted at 0, every key's write at once, so that units given back from
+// several blocks reach a waiting handle after one round trip, not one per
+// block. It reports false if an RPC failed (the next step retries); a block
+// found lost ends the epochs through watchBlock.
 func (m *blockManager) settle(changes []settleChange) bool {
+	if len(changes) == 0 {
+		return true
+	}
 	p := m.p
+	ctx, cancel := m.rpc.context(p.h.sess.ctx)
+	defer cancel()
+	errs := make([]error, len(changes))
+	var wg sync.WaitGroup
+	for i, c := range changes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if c.to == 0 {
+				errs[i] = c.b.units.Release(ctx)
+			} else {
+				errs[i] = c.b.units.Return(ctx, c.from-c.to)
+			}
+		}()
+	}
+	wg.Wait()
 	ok := true
-	for _, c := range changes {
-		ctx, cancel := m.rpc.context(p.h.sess.ctx)
-		var err error
-		if c.to == 0 {
-			err = c.b.units.Release(ctx)
-		} else {
-			err = c.b.units.Return(ctx, c.from-c.to)
-		}
-		m.rpc.ended(ctx, err)
-		cancel()
-		if err != nil {
+	var failed error
+	for i, c := range changes {
+		if err := errs[i]; err != nil {
+			failed = cmp.Or(failed, err)
 			ok = ok && errors.Is(err, ErrLost)
 			continue
 		}
@@ -297,5 +313,6 @@ func (m *blockManager) settle(changes []settleChange) bool {
 		p.settledLocked(c.b, c.to)
 		p.ledger.mu.Unlock()
 	}
+	m.rpc.ended(ctx, failed)
 	return ok
 }

@@ -99,12 +99,14 @@ const (
 )
 
 // Every call ends within its bound, and every process too, through leader
-// kills, freezes of the leader and of a follower, follower kills, and handles
-// closed and opened while a member is down, with both cores busy, in plain
-// and block mode: callers loop Acquire, a hold and Release, each with a
-// context of its own; every call is timed against its bound and one past it
-// fails the test, with the stacks of every goroutine when it is still
-// running. The history checker then finds etcd's history clean.
+// kills, freezes of the leader and of a follower, follower kills, handles
+// closed and opened while a member is down, and a partition that cuts two
+// handles off from every member past their TTL and heals, with both cores
+// busy, in plain and block mode: callers loop Acquire, a hold and Release,
+// each with a context of its own; every call is timed against its bound and
+// one past it fails the test, with the stacks of every goroutine when it is
+// still running. The cut-off handles are served again once the partition
+// heals, and the history checker then finds etcd's history clean.
 func TestFaults_EveryCallAndProcessEndsUnderLoad(t *testing.T) {
 	fulltest.Fault(t)
 	w := &callWatch{logf: t.Logf}
@@ -117,6 +119,16 @@ func TestFaults_EveryCallAndProcessEndsUnderLoad(t *testing.T) {
 	stopBusy := busy()
 	defer stopBusy()
 	eps := []string{procs[0].client, procs[1].client, procs[2].client}
+	// The handles of the last two slots reach the members through proxies
+	// only: the partition cuts them off.
+	var pxs []*proxy
+	var cutEps []string
+	for _, p := range procs {
+		px := newProxy(t, p.client)
+		pxs = append(pxs, px)
+		cutEps = append(cutEps, px.endpoint())
+	}
+	const reopened = 4 // the slots the reopener closes and opens
 	name := "ends"
 	log := &grantLog{}
 
@@ -132,12 +144,16 @@ func TestFaults_EveryCallAndProcessEndsUnderLoad(t *testing.T) {
 		if i%2 == 1 {
 			opts = append(opts, WithBlocks(2))
 		}
+		to := eps
+		if i >= reopened {
+			to = cutEps
+		}
 		for s == nil {
 			w.do("New", callTimeout+callSlack, func() {
 				ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 				defer cancel()
 				var err error
-				s, err = New(ctx, processClient(t, eps...), name, opts...)
+				s, err = New(ctx, processClient(t, to...), name, opts...)
 				if err != nil && !errors.Is(err, context.DeadlineExceeded) {
 					assert.NoError(t, ignoreRPC(err), "New fails only by its context or a member down")
 				}
@@ -145,7 +161,7 @@ func TestFaults_EveryCallAndProcessEndsUnderLoad(t *testing.T) {
 		}
 		return s
 	}
-	slots := make([]*slot, 4)
+	slots := make([]*slot, reopened+2)
 	for i := range slots {
 		slots[i] = &slot{s: open(i)}
 	}
@@ -163,6 +179,7 @@ func TestFaults_EveryCallAndProcessEndsUnderLoad(t *testing.T) {
 
 	stop := make(chan struct{})
 	var grants atomic.Int64
+	slotGrants := make([]atomic.Int64, len(slots))
 	var wg sync.WaitGroup
 	var stopOnce sync.Once
 	stopCallers := func() {
@@ -171,7 +188,7 @@ func TestFaults_EveryCallAndProcessEndsUnderLoad(t *testing.T) {
 			wg.Wait()
 		})
 	}
-	for i := range 8 {
+	for i := range 2 * len(slots) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -200,6 +217,7 @@ func TestFaults_EveryCallAndProcessEndsUnderLoad(t *testing.T) {
 				}
 				log.add(u)
 				grants.Add(1)
+				slotGrants[i%len(slots)].Add(1)
 				time.Sleep(time.Millisecond)
 				w.do("Release", callTimeout+callSlack, func() {
 					ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
@@ -262,6 +280,21 @@ func TestFaults_EveryCallAndProcessEndsUnderLoad(t *testing.T) {
 		progress("with a follower killed")
 		restart(f)
 		progress("with every member back")
+
+		for _, px := range pxs {
+			px.hold(true, true)
+		}
+		time.Sleep(3 * endsTTL) // the time for the cut-off handles' leases to be lost
+		progress("with two handles cut off")
+		for _, px := range pxs {
+			px.release()
+			px.dropConns()
+		}
+		for i := reopened; i < len(slots); i++ {
+			from := slotGrants[i].Load()
+			assert.Eventually(t, func() bool { return slotGrants[i].Load() >= from+5 }, 90*time.Second, 20*time.Millisecond,
+				"handle %d not served after the partition healed", i)
+		}
 	}
 	stopCallers()
 	n := checkHistory(t, processClient(t, eps...), name, log)

@@ -108,6 +108,14 @@ func (l *lease) markLocked(cause error) {
 	close(l.lost)
 }
 
+// expired reports whether l is lost, or its deadline has passed (its timer
+// may not have fired yet).
+func (l *lease) expired() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.cause != nil || !time.Now().Before(l.deadline)
+}
+
 // err returns why the lease was lost or closed, or nil.
 func (l *lease) err() error {
 	l.mu.Lock()

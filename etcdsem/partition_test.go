@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fairsem/semaphore"
 	"github.com/fairsem/semaphore/internal/fulltest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -164,6 +165,33 @@ func TestLease_ASlowLinkKeepsTheLeaseFromItsGrant(t *testing.T) {
 		}
 	}, 3*ttl, 50*time.Millisecond, "the units are lost over a link that renews in time: %v", u.Err())
 	px.delay(0)
+	require.NoError(t, u.Release(ctx))
+}
+
+// An Acquire whose every lease is lost before its first use (etcd's reply
+// to each grant takes longer than the TTL less the margin) ends with ErrLost,
+// saying so, rather than granting lease after lease for as long as its
+// context lets it; once the link is fast again the handle grants.
+func TestLease_ALinkSlowerThanTheTTLEndsTheAcquire(t *testing.T) {
+	fulltest.Fault(t)
+	ep := sharedEndpoint(t)
+	name := testName(t)
+	px := newProxy(t, ep)
+	const ttl = 2 * time.Second
+	s := newSem(t, newClient(t, px.endpoint()), name, WithCapacity(1), WithTTL(ttl), WithSafetyMargin(500*time.Millisecond))
+	t.Cleanup(func() { px.delay(0) }) // before s's Close
+	px.delay(1800 * time.Millisecond) // past the TTL less the margin, 1.5s
+	ctx := testCtx(t, 30*time.Second)
+	u, err := s.Acquire(ctx, 1)
+	require.Error(t, err, "granted over a link slower than the TTL")
+	assert.Nil(t, u)
+	assert.ErrorIs(t, err, ErrLost)
+	assert.NotErrorIs(t, err, semaphore.ErrTimedOut, "ended by its context")
+	assert.Contains(t, err.Error(), "lost before their first use")
+	assert.NoError(t, ctx.Err())
+	px.delay(0)
+	u, err = s.Acquire(ctx, 1)
+	require.NoError(t, err)
 	require.NoError(t, u.Release(ctx))
 }
 

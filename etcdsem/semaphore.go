@@ -113,8 +113,10 @@ func (s *Semaphore) Name() string { return s.name }
 // keeps its place. A request etcd refuses for good (too large, not permitted,
 // its database full) ends the call with etcd's error, and a lease the server no
 // longer knows with ErrLost. So every call ends: granted, refused, by ctx, by
-// the loss of its lease (within the TTL when etcd cannot be reached), or by
-// Close. Acquire never leaves a key behind when it fails.
+// the loss of its lease (within the TTL when etcd cannot be reached; after
+// three leases in a row lost before their first use when etcd's replies take
+// longer than the TTL less the margin), or by Close. Acquire never leaves a
+// key behind when it fails.
 // In block mode (WithBlocks) it is granted from the handle's blocks.
 // It panics if n is negative or above semaphore.MaxUnits.
 func (s *Semaphore) Acquire(ctx context.Context, n int64) (*Units, error) {

@@ -3,6 +3,7 @@ package etcdsem
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -53,6 +54,7 @@ func (s *session) current() *lease {
 // as long as its own ctx lets it, and take over if it fails. It returns
 // ErrClosed once the session is closed.
 func (s *session) leaseFor(ctx context.Context) (*lease, error) {
+	early := 0 // leases this call granted that were lost before their first use, in a row
 	for {
 		s.mu.Lock()
 		switch {
@@ -77,7 +79,9 @@ func (s *session) leaseFor(ctx context.Context) (*lease, error) {
 		s.granting = done
 		s.mu.Unlock()
 
+		sent := time.Now()
 		l, err := grantLease(ctx, s.cli, s.ttl, s.margin, s.lost)
+		took := time.Since(sent)
 		s.mu.Lock()
 		s.granting = nil
 		close(done)
@@ -92,8 +96,15 @@ func (s *session) leaseFor(ctx context.Context) (*lease, error) {
 			_ = l.close(rctx, s.cli)
 			cancel()
 			return nil, ErrClosed
-		case l.err() != nil:
-			s.mu.Unlock() // lost already: the grant took longer than the TTL less the margin
+		case l.expired():
+			// Lost already: the grant's reply took longer than the TTL less
+			// the margin. Once may be a pause; every time, a link too slow for
+			// the TTL, which no retry mends.
+			s.mu.Unlock()
+			if early++; early == earlyLosses {
+				return nil, fmt.Errorf("%d leases in a row lost before their first use: the last grant's reply took %v, longer than the TTL of %v less the margin of %v: %w",
+					early, took.Round(time.Millisecond), l.ttl, l.margin, ErrLost)
+			}
 			continue
 		}
 		s.lease = l
@@ -101,6 +112,10 @@ func (s *session) leaseFor(ctx context.Context) (*lease, error) {
 		return l, nil
 	}
 }
+
+// earlyLosses is how many leases in a row a call grants that are lost before
+// their first use before it fails with ErrLost.
+const earlyLosses = 3
 
 // lost runs once when l is lost: it stops being the session's lease, then
 // the session's user is told.
