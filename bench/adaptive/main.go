@@ -30,6 +30,7 @@
 //	go run . -sweep -scenario b-fifo                                             # failsafe-go's tuning, simulated
 //	go run . -quick                                                              # for CI: every scenario simulated and short, and a real-time smoke run
 //	go run . -clock real -runs 1 -only Vegas                                     # one algorithm against the static limits, about 3 minutes
+//	go run . -scenario b-fifo -clock real -statics 8,32 -only Capacity,failsafe,x/sync # fewer contestants, about 13 minutes
 //	go run . -doors -clock real -runs 1        # the doors scenario over HTTP and at the Limiter (doors.go), about 4 minutes
 //	go run . -criticality -clock real -runs 1  # scenario (c), criticality (criticality.go), about 5 minutes
 //	go run . -quick -doors -criticality        # for CI: both, simulated and short, and a real-time HTTP smoke run
@@ -41,6 +42,7 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -58,6 +60,7 @@ var (
 	only         = flag.String("only", "", "run, besides the static limits (the reference), only the strategies whose name contains one of these comma-separated words")
 	quick        = flag.Bool("quick", false, "for CI: one simulated run of every scenario with short phases, then a real-time run of two strategies of scenario a with phases of 250ms")
 	sweep        = flag.Bool("sweep", false, "sweep failsafe-go's configurations in simulated time and print them by goodput")
+	staticsFlag  = flag.String("statics", "", "the static limits run, comma-separated (each with FIFO waiting and with the standing-queue policy); empty for the scenario's")
 )
 
 // main runs as the one test of a test main, because a synctest bubble needs a
@@ -127,6 +130,16 @@ func withFlags(sc scenario) scenario {
 		sc.queueBudget = *queueBudget
 	}
 	sc.queueBudget = min(sc.queueBudget, sc.deadline)
+	if *staticsFlag != "" {
+		sc.statics = nil
+		for _, f := range strings.Split(*staticsFlag, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n < 1 {
+				panic(fmt.Sprintf("-statics %q: want positive integers separated by commas", *staticsFlag))
+			}
+			sc.statics = append(sc.statics, n)
+		}
+	}
 	return sc
 }
 
