@@ -89,6 +89,35 @@ func TestLimit_RefusesAtOnceARequestWhoseExpectedWaitExceedsWithTimeout(t *testi
 	})
 }
 
+// TestLimit_TheRequestsDeadlineMustCoverTheWaitAndTheRoundTrip: without
+// WithTimeout, the request's context deadline is its budget: a request whose
+// deadline cannot cover the expected wait plus the usual round trip gets the
+// overload answer at once; one whose deadline covers both waits.
+func TestLimit_TheRequestsDeadlineMustCoverTheWaitAndTheRoundTrip(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sem := semaphore.New(1)
+		dr := newDoor(httpsem.Limit(sem), 100*time.Millisecond)
+		close(dr.hold)
+		<-dr.send(get()).done // the usual round trip: 100ms
+		within := func(d time.Duration) *http.Request {
+			ctx, cancel := context.WithTimeout(context.Background(), d)
+			t.Cleanup(cancel)
+			return get().WithContext(ctx)
+		}
+		running := dr.send(get())
+		refused := dr.send(within(150 * time.Millisecond)) // 100ms of wait and 100ms of round trip do not fit
+		<-refused.done
+		assert.Zero(t, refused.took, "told at once")
+		assert.Equal(t, http.StatusServiceUnavailable, refused.rec.Code)
+		waits := dr.send(within(250 * time.Millisecond)) // they fit
+		assert.False(t, waits.answered())
+		<-running.done
+		<-waits.done
+		assert.Equal(t, http.StatusOK, waits.rec.Code)
+		assert.Equal(t, 200*time.Millisecond, waits.took, "its wait and its round trip")
+	})
+}
+
 func TestLimit_WithTimeoutStillEndsAWaitThatRunsLong(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		sem := semaphore.New(1)

@@ -21,18 +21,21 @@
 //     goroutine is blocked: the numbers are the model's, free of scheduling
 //     noise, and a run takes seconds of CPU instead of minutes of wall time.
 //
-// Usage:
+// Usage (the RESULTS files and charts committed here come from these commands;
+// the real-time ones ran at the same time, under one measurement):
 //
-//	go run . -clock real -runs 3 -png chart-realtime.png > RESULTS-realtime.txt  # scenario a, about 14 minutes
-//	go run . -runs 3 -png chart.png > RESULTS.txt                                # simulated, a few seconds
-//	go run . -scenario b-fifo -runs 3 -png chart-b-fifo.png > RESULTS-b-fifo.txt # the long drop behind a FIFO backend
-//	go run . -scenario b-fifo -clock real -runs 1                                # the same in real time, about 7 minutes
-//	go run . -sweep -scenario b-fifo                                             # failsafe-go's tuning, simulated
-//	go run . -quick                                                              # for CI: every scenario simulated and short, and a real-time smoke run
-//	go run . -clock real -runs 1 -only Vegas                                     # one algorithm against the static limits, about 3 minutes
-//	go run . -doors -clock real -runs 1        # the doors scenario over HTTP and at the Limiter (doors.go), about 4 minutes
-//	go run . -criticality -clock real -runs 1  # scenario (c), criticality (criticality.go), about 5 minutes
-//	go run . -quick -doors -criticality        # for CI: both, simulated and short, and a real-time HTTP smoke run
+//	go run . -scenario b-fifo -runs 3 -png chart-sim-b-fifo.png > RESULTS-sim-b-fifo.txt   # simulated, every contestant, seconds
+//	go run . -scenario b-fifo -clock real -runs 3 -statics 8 -only Capacity,failsafe,x/sync -png chart-realtime-b-fifo.png > RESULTS-realtime-b-fifo.txt  # about 11 minutes
+//	go run . -scenario b-thrash -clock real -runs 3 -statics 8 -only Capacity,failsafe,x/sync -png chart-realtime-b-thrash.png > RESULTS-realtime-b-thrash.txt
+//	go run . -scenario a -clock real -runs 3 -statics 10,40 -only Capacity,failsafe,x/sync -png chart-realtime-a.png > RESULTS-realtime-a.txt  # about 7 minutes
+//	go run . -scenario start -clock real -runs 3 -statics 8,32 -only Capacity,failsafe,x/sync -png chart-realtime-start.png > RESULTS-realtime-start.txt  # about 8 minutes
+//	go run . -criticality -clock real -runs 3 -only "static 8,static 32,Limiter,failsafe" > RESULTS-realtime-criticality.txt  # scenario (c) (criticality.go); its static limits always run: about 15 minutes
+//	go run . -doors -clock real -runs 3 -only "Limiter (default),WithoutDeadlineShedding,HTTP" > RESULTS-realtime-doors.txt  # over HTTP and at the Limiter (doors.go), about 9 minutes
+//	go run . -criticality -runs 3 > RESULTS-sim-criticality.txt  # and -doors, and -scenario a, b-thrash, start: simulated
+//	go run . -scenario b-fifo -queue 20ms                       # with a wait budget shorter than the deadline
+//	go run . -sweep -scenario b-fifo                            # failsafe-go's tuning, simulated
+//	go run . -quick                                             # for CI: every scenario simulated and short, and a real-time smoke run
+//	go run . -quick -doors -criticality                         # for CI: both, simulated and short, and a real-time HTTP smoke run
 package main
 
 import (
@@ -41,6 +44,7 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -58,6 +62,7 @@ var (
 	only         = flag.String("only", "", "run, besides the static limits (the reference), only the strategies whose name contains one of these comma-separated words")
 	quick        = flag.Bool("quick", false, "for CI: one simulated run of every scenario with short phases, then a real-time run of two strategies of scenario a with phases of 250ms")
 	sweep        = flag.Bool("sweep", false, "sweep failsafe-go's configurations in simulated time and print them by goodput")
+	staticsFlag  = flag.String("statics", "", "the static limits run, comma-separated (each with FIFO waiting and with the standing-queue policy); empty for the scenario's")
 )
 
 // main runs as the one test of a test main, because a synctest bubble needs a
@@ -127,6 +132,16 @@ func withFlags(sc scenario) scenario {
 		sc.queueBudget = *queueBudget
 	}
 	sc.queueBudget = min(sc.queueBudget, sc.deadline)
+	if *staticsFlag != "" {
+		sc.statics = nil
+		for _, f := range strings.Split(*staticsFlag, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n < 1 {
+				panic(fmt.Sprintf("-statics %q: want positive integers separated by commas", *staticsFlag))
+			}
+			sc.statics = append(sc.statics, n)
+		}
+	}
 	return sc
 }
 
