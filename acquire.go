@@ -353,7 +353,7 @@ type waitReport struct {
 }
 
 func (r waitReport) String() string {
-	return "after " + roundWait(r.waited).String() + ", queued behind " + errs.Count(int64(r.ahead), "waiter")
+	return "after " + errs.Round(r.waited).String() + ", queued behind " + errs.Count(int64(r.ahead), "waiter")
 }
 
 // errContext is Acquire's failure when ctx ended first, in o (TimedOut when its
@@ -385,16 +385,4 @@ func (s *Semaphore) availability() string {
 		unit = " unit"
 	}
 	return strconv.FormatInt(availableIn(st), 10) + " of " + strconv.FormatInt(capacity, 10) + unit + " available"
-}
-
-// roundWait keeps durations in messages readable: 1.5s, 120ms, 35µs.
-func roundWait(d time.Duration) time.Duration {
-	switch {
-	case d >= time.Second:
-		return d.Round(time.Millisecond)
-	case d >= time.Millisecond:
-		return d.Round(10 * time.Microsecond)
-	default:
-		return d.Round(time.Microsecond)
-	}
 }

@@ -162,7 +162,7 @@ func (snap *snapshot) headline() string {
 		head := snap.waiters[0]
 		fmt.Fprintf(&b, "head waiter wants %s", errs.Count(head.n, "unit"))
 		if snap.tracked {
-			fmt.Fprintf(&b, " (waiting %v)", roundWait(snap.now-head.since))
+			fmt.Fprintf(&b, " (waiting %v)", errs.Round(snap.now-head.since))
 		}
 		fmt.Fprintf(&b, ", %d available, ", snap.available())
 	}
@@ -191,7 +191,7 @@ func (snap *snapshot) headline() string {
 	if len(snap.holders) != 1 {
 		b.WriteByte('s')
 	}
-	fmt.Fprintf(&b, " for %v (oldest: %s)", roundWait(snap.now-oldest.since), oldest.h.where())
+	fmt.Fprintf(&b, " for %v (oldest: %s)", errs.Round(snap.now-oldest.since), oldest.h.where())
 	return b.String()
 }
 
@@ -242,7 +242,7 @@ func (snap *snapshot) writeHolders(b *strings.Builder, maxLines int) {
 			fmt.Fprintf(b, "  %-7d  %-5d  ...       %d more sites\n", rest.holders, rest.units, len(groups)-i)
 			break
 		}
-		fmt.Fprintf(b, "  %-7d  %-5d  %-8v  %s\n", g.holders, g.units, roundWait(snap.now-g.oldest), g.where)
+		fmt.Fprintf(b, "  %-7d  %-5d  %-8v  %s\n", g.holders, g.units, errs.Round(snap.now-g.oldest), g.where)
 	}
 }
 
@@ -263,7 +263,7 @@ func (snap *snapshot) writeWaiters(b *strings.Builder, maxLines int) {
 		}
 		age := "?"
 		if snap.tracked {
-			age = roundWait(snap.now - w.since).String()
+			age = errs.Round(snap.now - w.since).String()
 		}
 		fmt.Fprintf(b, "  %-8d  %-5d  %s\n", i+1, w.n, age)
 	}

@@ -29,7 +29,7 @@ func (r LeakReport) String() string {
 	if r.Label != "" {
 		str += " (" + r.Label + ")"
 	}
-	return str + fmt.Sprintf(" %v ago", roundWait(r.Age))
+	return str + fmt.Sprintf(" %v ago", errs.Round(r.Age))
 }
 
 // Reclaim returns the leaked units to the semaphore, as the forgotten Release

@@ -77,6 +77,11 @@
 // first window closes the round trip is unknown: nobody is refused on the
 // expected wait, and a deadline bounds the wait whole, as the context does.
 //
+// A context's deadline is read as the caller's deadline for the whole call. A
+// caller that bounds its wait apart from it (a 20ms wait for a call due in
+// 200ms) calls AcquireTimeout: a context of 20ms would tell the rule that the
+// call must end within 20ms, and it would be refused.
+//
 // A queue that stands is drained, as CoDel does in "Fail at Scale": once no
 // caller has found the queue empty for 100ms, a Default caller with a
 // deadline waits at most 5ms (WithStandingQueue sets both values and drains

@@ -184,7 +184,7 @@ func (f *flow) acquire(ctx context.Context, timed bool, d time.Duration, n int64
 		capacity = l.capacity
 		l.mu.Unlock()
 		if timed {
-			return l.fail(n, semaphore.TimedOut, "timed out after "+roundWait(time.Since(start)).String()+
+			return l.fail(n, semaphore.TimedOut, "timed out after "+errs.Round(time.Since(start)).String()+
 				" waiting for "+limitOf(capacity), semaphore.ErrTimedOut, context.DeadlineExceeded)
 		}
 		return f.failContext(ctx, n, time.Since(start), true)
@@ -258,7 +258,7 @@ func (f *flow) failContext(ctx context.Context, n int64, waited time.Duration, q
 		matches = append(matches, semaphore.ErrTimedOut)
 	}
 	if queued {
-		what += " after " + roundWait(waited).String() + " waiting for " + limitOf(f.limit.capacityNow())
+		what += " after " + errs.Round(waited).String() + " waiting for " + limitOf(f.limit.capacityNow())
 	} else {
 		what += " before waiting"
 	}
@@ -272,18 +272,5 @@ func isClosed(ch <-chan struct{}) bool {
 		return true
 	default:
 		return false
-	}
-}
-
-// roundWait keeps durations in messages readable, as the core does: 1.5s,
-// 120ms, 35µs.
-func roundWait(d time.Duration) time.Duration {
-	switch {
-	case d >= time.Second:
-		return d.Round(time.Millisecond)
-	case d >= time.Millisecond:
-		return d.Round(10 * time.Microsecond)
-	default:
-		return d.Round(time.Microsecond)
 	}
 }

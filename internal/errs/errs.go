@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // A Subject names the object an error is about. Its Label is read only when the
@@ -115,4 +116,18 @@ func Context(ctx context.Context) (deadline bool, why string, matches []error) {
 		matches = append(matches, cause)
 	}
 	return deadline, why, matches
+}
+
+// Round keeps a duration readable wherever the module prints one (messages,
+// diagnostics, Stats lines): to the millisecond from a second up, to 10µs
+// from a millisecond, else to the microsecond: 1.5s, 120ms, 35µs.
+func Round(d time.Duration) time.Duration {
+	switch a := max(d, -d); {
+	case a >= time.Second:
+		return d.Round(time.Millisecond)
+	case a >= time.Millisecond:
+		return d.Round(10 * time.Microsecond)
+	default:
+		return d.Round(time.Microsecond)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -81,4 +82,17 @@ func TestContext_SaysHowTheContextEndedAndMatchesItsErrorAndCause(t *testing.T) 
 	require.True(t, deadline)
 	assert.Equal(t, "context deadline exceeded", why)
 	assert.Equal(t, []error{context.DeadlineExceeded}, matches)
+}
+
+func TestRound_KeepsThreeSignificantPlacesOrSoAtEveryScale(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		1500*time.Millisecond + 400*time.Microsecond: "1.5s",
+		-2*time.Second - 300*time.Microsecond:        "-2s",
+		120*time.Millisecond + 4*time.Microsecond:    "120ms",
+		35*time.Microsecond + 400:                    "35µs",
+		-(3*time.Millisecond + 1234):                 "-3ms",
+		0:                                            "0s",
+	} {
+		assert.Equal(t, want, errs.Round(d).String(), "%d ns", int64(d))
+	}
 }

@@ -16,6 +16,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/fairsem/semaphore/internal/errs"
 )
 
 // A Line is the line being written. Its methods append one key=value pair each.
@@ -52,17 +54,7 @@ func (l *Line) Bool(key string, v bool) { l.Word(key, strconv.FormatBool(v)) }
 // Duration adds key=d, rounded as the module's errors round waits: to the
 // millisecond from a second up, to 10µs from a millisecond, else to the
 // microsecond.
-func (l *Line) Duration(key string, d time.Duration) {
-	switch a := max(d, -d); {
-	case a >= time.Second:
-		d = d.Round(time.Millisecond)
-	case a >= time.Millisecond:
-		d = d.Round(10 * time.Microsecond)
-	default:
-		d = d.Round(time.Microsecond)
-	}
-	l.Word(key, d.String())
-}
+func (l *Line) Duration(key string, d time.Duration) { l.Word(key, errs.Round(d).String()) }
 
 // Time adds key=t in RFC 3339 to the millisecond, in UTC, so that lines
 // from machines in different zones compare.
