@@ -8,6 +8,7 @@ import (
 
 	"github.com/fairsem/semaphore"
 	"github.com/fairsem/semaphore/internal/errs"
+	"github.com/fairsem/semaphore/internal/list"
 )
 
 // A fairLimit is the limit of WithLimit: one number of units shared by every
@@ -49,10 +50,10 @@ type fairLimit struct {
 
 	mu sync.Mutex
 	// Guarded by mu.
-	capacity   int64             // the limit: free + units granted == capacity
-	contending list[flow, *flow] // the keys with calls waiting, in no order that matters
-	waiters    int               // calls waiting
-	seq        uint64            // numbers waiters as they queue: the older first on a tie
+	capacity   int64           // the limit: free + units granted == capacity
+	contending list.List[flow] // the keys with calls waiting, in no order that matters
+	waiters    int             // calls waiting
+	seq        uint64          // numbers waiters as they queue: the older first on a tie
 	// vnow is the virtual time: the start tag of the latest grant made by
 	// dispatchLocked, never moving back (see tag).
 	vnow   uint64
@@ -148,14 +149,14 @@ func (l *fairLimit) release(n int64) {
 // when it wakes, whether it keeps the grant (flow.kept), as the core's
 // waiters do.
 func (l *fairLimit) dispatchLocked() {
-	for !l.contending.empty() {
-		f := l.contending.head
-		for g := f.link.next; g != nil; g = g.link.next {
+	for l.contending.Len() > 0 {
+		f := l.contending.Front()
+		for g := f.link.Next(); g != nil; g = g.link.Next() {
 			if l.before(g, f) {
 				f = g
 			}
 		}
-		w := f.line.head
+		w := f.line.Front()
 		if !l.takeLocked(w.n) {
 			return // the flag stays set: releases come here
 		}
@@ -182,7 +183,7 @@ func (l *fairLimit) before(f, g *flow) bool {
 	if d := int64(l.tag(f) - l.tag(g)); d != 0 {
 		return d < 0
 	}
-	return f.line.head.seq < g.line.head.seq
+	return f.line.Front().seq < g.line.Front().seq
 }
 
 // tag is the virtual time at which f's next grant starts: the time at which
@@ -209,12 +210,8 @@ func (l *fairLimit) resize(capacity int64) {
 	}
 	l.state.Add((capacity - l.capacity) << 1)
 	l.capacity = capacity
-	l.contending.each(func(f *flow) {
-		f.line.each(func(w *waiter) {
-			if w.n > capacity {
-				f.settleLocked(w, semaphore.TooLarge)
-			}
-		})
+	l.settleEachLocked(func(w *waiter) (semaphore.Outcome, bool) {
+		return semaphore.TooLarge, w.n > capacity
 	})
 	l.dispatchLocked()
 }
@@ -235,9 +232,23 @@ func (l *fairLimit) breakLimit(cause error) {
 	}
 	l.broken = b
 	l.state.Or(flagContended)
-	l.contending.each(func(f *flow) {
-		f.line.each(func(w *waiter) { f.settleLocked(w, semaphore.Broken) })
-	})
+	l.settleEachLocked(func(*waiter) (semaphore.Outcome, bool) { return semaphore.Broken, true })
+}
+
+// settleEachLocked settles, with the outcome end gives, every waiting call for
+// which end says so. mu must be held.
+func (l *fairLimit) settleEachLocked(end func(*waiter) (semaphore.Outcome, bool)) {
+	for f := l.contending.Front(); f != nil; {
+		nextFlow := f.link.Next() // f leaves the list with its last waiter
+		for w := f.line.Front(); w != nil; {
+			next := w.link.Next()
+			if o, ok := end(w); ok {
+				f.settleLocked(w, o)
+			}
+			w = next
+		}
+		f = nextFlow
+	}
 }
 
 // reading reads the limit: capacity, units held (counted in the state word),

@@ -7,6 +7,7 @@ import (
 
 	"github.com/fairsem/semaphore"
 	"github.com/fairsem/semaphore/internal/errs"
+	"github.com/fairsem/semaphore/internal/list"
 )
 
 // A flow is one active key's view of the fair limit: the second level as the
@@ -31,8 +32,8 @@ type flow struct {
 	waitingUnits atomic.Int64
 
 	// Guarded by limit.mu.
-	line waitList   // the key's calls waiting, oldest first
-	link link[flow] // in limit.contending while line is not empty
+	line list.List[waiter] // the key's calls waiting, oldest first
+	link list.Link[flow]   // in limit.contending while line is not empty
 	// vfinish is the virtual time at which the key's last grant by
 	// dispatchLocked ends: its start tag plus charge(n).
 	vfinish uint64
@@ -42,23 +43,17 @@ type flow struct {
 	fresh bool
 }
 
-func (f *flow) links() *link[flow] { return &f.link }
-
 // A waiter is a call waiting at the limit.
 type waiter struct {
 	n     int64
 	seq   uint64
-	link  link[waiter]  // in its flow's line; guarded by limit.mu
-	ready chan struct{} // closed once settled
+	link  list.Link[waiter] // in its flow's line; guarded by limit.mu
+	ready chan struct{}     // closed once settled
 	// Set under limit.mu when settled, before ready is closed; read by the
 	// waiter after ready is closed, or under limit.mu.
 	settled bool
 	outcome semaphore.Outcome // Granted, Broken or TooLarge (a shrinking Resize)
 }
-
-func (w *waiter) links() *link[waiter] { return &w.link }
-
-type waitList = list[waiter, *waiter]
 
 // activate readies f for a key that becomes active.
 func (f *flow) activate(weight, guarantee int64) {
@@ -142,7 +137,7 @@ func (f *flow) acquire(ctx context.Context, timed bool, d time.Duration, n int64
 	case n > capacity:
 		l.mu.Unlock()
 		return l.tooLarge(n, capacity)
-	case l.contending.empty() && l.takeLocked(n):
+	case l.contending.Len() == 0 && l.takeLocked(n):
 		l.mu.Unlock()
 		f.held.Add(n)
 		if !f.kept(done, n, false) {
@@ -162,10 +157,10 @@ func (f *flow) acquire(ctx context.Context, timed bool, d time.Duration, n int64
 	if f.fresh {
 		f.vfinish, f.fresh = l.vnow, false
 	}
-	if f.line.empty() {
-		l.contending.pushBack(f)
+	if f.line.Len() == 0 {
+		l.contending.PushBack(&f.link, f)
 	}
-	f.line.pushBack(w)
+	f.line.PushBack(&w.link, w)
 	l.state.Or(flagContended)
 	l.dispatchLocked() // units freed before the Or (see the state word)
 	l.mu.Unlock()
@@ -240,9 +235,9 @@ func (f *flow) kept(done <-chan struct{}, n int64, charged bool) bool {
 // wait itself (Cancelled). limit.mu must be held.
 func (f *flow) settleLocked(w *waiter, o semaphore.Outcome) {
 	l := f.limit
-	f.line.remove(w)
-	if f.line.empty() {
-		l.contending.remove(f)
+	f.line.Remove(&w.link)
+	if f.line.Len() == 0 {
+		l.contending.Remove(&f.link)
 	}
 	l.waiters--
 	f.waiting.Add(-1)
