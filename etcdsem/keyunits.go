@@ -60,10 +60,12 @@ func (r *request) release(ctx context.Context, u *Units) error {
 	case r.state == stateLost:
 		return h.fail(c, nil, r.err.Error(), r.err)
 	case err != nil:
-		if r.state == stateReleasing {
-			r.state = stateHeld
-		}
+		// The delete may or may not have landed. Left to the caller, a key
+		// nobody retries would hold its units for as long as the lease
+		// lives: the session deletes it in the background until etcd
+		// answers, and the watch marks it released when it is gone.
 		r.releaseTried = true
+		h.sess.deleteLater(r.key, u.token)
 		return h.rpcFailed(c, err) // a Close meanwhile is stateClosed, above
 	case !resp.Succeeded && r.state != stateReleased && !r.releaseTried:
 		// The key was gone before our delete and the watch has not said why yet.

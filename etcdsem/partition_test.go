@@ -229,3 +229,34 @@ func TestWithSemaphore_LossCancelsFnContext(t *testing.T) {
 	px.release()
 	px.dropConns()
 }
+
+// A Release whose RPC fails is finished by the handle: the units go on to the
+// next caller once etcd is reachable again, with no retry by the caller and
+// long before the handle's lease could expire (it is renewed all along).
+func TestRelease_AFailedReleaseIsFinishedInTheBackground(t *testing.T) {
+	fulltest.Fault(t)
+	ep := sharedEndpoint(t)
+	name := testName(t)
+	px := newProxy(t, ep)
+	a := newSem(t, newClient(t, px.endpoint()), name, WithCapacity(1), WithTTL(30*time.Second))
+	b := newSem(t, newClient(t, ep), name)
+	ctx := testCtx(t, time.Minute)
+
+	u, err := a.Acquire(ctx, 1)
+	require.NoError(t, err)
+	px.hold(true, true)
+	rctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	err = u.Release(rctx)
+	cancel()
+	require.Error(t, err, "etcd was not reachable")
+	require.NotErrorIs(t, err, ErrLost)
+	px.dropConns() // the delete never reaches etcd
+	px.release()
+
+	bctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	v, err := b.Acquire(bctx, 1)
+	require.NoError(t, err, "the failed release's key was deleted without a retry")
+	require.NoError(t, v.Release(ctx))
+	require.NoError(t, u.Release(ctx), "a retry after the background delete is fine")
+}

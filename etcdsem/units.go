@@ -76,7 +76,9 @@ func (u *Units) Err() error {
 // and safe to retry after an error, and nil-safe. It returns nil once the units
 // are given back, an error wrapping ErrLost if they had been lost before (so
 // the caller learns its critical section may not have been exclusive), and
-// the RPC error if etcd could not be reached (retry, or let the lease expire).
+// the RPC error if etcd could not be reached: the handle then goes on deleting
+// the key in the background until etcd answers or the handle closes, so units
+// whose Release failed are never held by nobody, and a retry is safe.
 // Releasing after the handle's Close returns nil: Close gave the units back.
 // In block mode it gives the units back to the handle's blocks, with no RPC.
 func (u *Units) Release(ctx context.Context) error {
