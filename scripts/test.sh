@@ -31,7 +31,7 @@ if $full; then
 	echo "scripts/test.sh -full: every test of every module; about 14 minutes from a cold build cache on 2 cores, 9 warm"
 	xsync=()
 else
-	echo "scripts/test.sh: every module's tests in their fast form (-short); about 7½ minutes from a cold build cache on 2 cores, 2½ warm; scripts/test.sh -full runs all of them"
+	echo "scripts/test.sh: every module's tests in their fast form (-short); about 8½ minutes from a cold build cache on 2 cores, 4 warm; scripts/test.sh -full runs all of them"
 	set -- -short -vet=off "$@"
 	xsync=(-quick)
 fi
