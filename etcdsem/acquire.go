@@ -3,6 +3,7 @@ package etcdsem
 import (
 	"context"
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 
@@ -132,8 +133,13 @@ func (h *handle) txnAcquire(ctx context.Context, r *request) (*clientv3.TxnRespo
 }
 
 // capAtLeast compares the capacity with n: values are zero-padded, so etcd's
-// byte-wise comparison orders them as numbers; etcd has no ">=".
+// byte-wise comparison orders them as numbers; etcd has no ">=". A Set's key
+// has no cap key: its capacity is fixed and n was checked against it before
+// the call, so the comparison is one that always holds.
 func (h *handle) capAtLeast(n int64) clientv3.Cmp {
+	if h.capFixed {
+		return clientv3.Compare(clientv3.CreateRevision(h.capKey), "<", math.MaxInt64)
+	}
 	if n == 0 {
 		return clientv3.Compare(clientv3.Version(h.capKey), ">", 0)
 	}
@@ -190,7 +196,13 @@ func (h *handle) abandonLocked(r *request) {
 	r.state = stateAbandoned
 	if r.createRev != 0 {
 		h.sess.deleteLater(r.key, r.createRev)
+		return
 	}
+	// Its write may never land, or land late: the request is forgotten
+	// now, so that it holds nothing in memory, and a key that lands later
+	// is one of the lease that no request owns, which the watch deletes
+	// (keyCreated; Set.apply for a key no longer in memory).
+	delete(h.mine, r.key)
 }
 
 func capacityOf(rr *etcdserverpb.RangeResponse) int64 {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/fairsem/semaphore"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -22,15 +23,17 @@ type handle struct {
 	name      string
 	keyLayout // where the keys are; see keys.go
 	clientTag string
+	seq       *atomic.Uint64 // the session's: numbers the keys written on it
+	capFixed  bool           // a Set's key: the capacity is capacity, and the cap key is neither read nor written
+	capacity  int64          // the capacity of a Set's key (capFixed)
 
 	mu   sync.Mutex
-	seq  uint64              // guarded by mu; numbers the handle's keys
 	mine map[string]*request // guarded by mu: this handle's acquires, by key, from before the write until the key is gone
 	q    queue               // guarded by mu: the mirror of the keys and the grant rule
 }
 
 func newHandle(sess *session, name string, clientTag string) *handle {
-	h := &handle{sess: sess, name: name, keyLayout: keysOf(name), clientTag: clientTag, mine: make(map[string]*request)}
+	h := &handle{sess: sess, name: name, keyLayout: keysOf(name), clientTag: clientTag, seq: &sess.seq, mine: make(map[string]*request)}
 	h.q.init(h)
 	return h
 }
@@ -159,6 +162,16 @@ func (h *handle) close() error {
 	if !first {
 		return nil
 	}
+	h.closeRequests()
+	if err := h.sess.finishClose(l); err != nil { // ends every call in flight (see callContext)
+		return h.fail(opCall("close"), nil, "revoke lease: "+err.Error(), err)
+	}
+	return nil
+}
+
+// closeRequests settles every request of the handle for its session's Close,
+// after startClose and before finishClose revokes the lease.
+func (h *handle) closeRequests() {
 	h.mu.Lock()
 	for key, r := range h.mine {
 		switch r.state {
@@ -173,10 +186,6 @@ func (h *handle) close() error {
 		delete(h.mine, key)
 	}
 	h.mu.Unlock()
-	if err := h.sess.finishClose(l); err != nil { // ends every call in flight (see callContext)
-		return h.fail(opCall("close"), nil, "revoke lease: "+err.Error(), err)
-	}
-	return nil
 }
 
 // errIfClosed returns the error of c wrapping ErrClosed if the handle is

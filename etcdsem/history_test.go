@@ -105,22 +105,60 @@ type histKey struct {
 // It returns the number of grants the rule made.
 func checkHistory(t *testing.T, cli *clientv3.Client, name string, log *grantLog) int {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
 	layout := keysOf(name)
+	sem := &histSem{layout: layout, keys: map[string]*histKey{}}
+	return checkHistoryOf(t, cli, layout, func(string) *histSem { return sem }, log)
+}
+
+// checkSetHistory is checkHistory for every key of the Set name at once, each
+// key's semaphore replayed apart, with the capacity capacityOf gives it.
+func checkSetHistory(t *testing.T, cli *clientv3.Client, name string, capacityOf func(string) int64, log *grantLog) int {
+	t.Helper()
+	sp := setPrefix(name)
+	sems := map[string]*histSem{}
+	unescape := strings.NewReplacer("%2F", "/", "%25", "%")
+	return checkHistoryOf(t, cli, keyLayout{prefix: sp, rprefix: clientv3.GetPrefixRangeEnd(sp)}, func(etcdKey string) *histSem {
+		rest := etcdKey[len(sp):]
+		i := strings.IndexByte(rest, '/')
+		require.GreaterOrEqual(t, i, 0, "a key of the Set outside every key's prefix: %q", etcdKey)
+		escaped := rest[:i]
+		sem := sems[escaped]
+		if sem == nil {
+			key := unescape.Replace(escaped)
+			sem = &histSem{layout: setKeysOf(sp, key), keys: map[string]*histKey{}, fixed: true, capacity: capacityOf(key)}
+			sems[escaped] = sem
+		}
+		return sem
+	}, log)
+}
+
+// histSem is the checker's replay of one semaphore.
+type histSem struct {
+	layout   keyLayout
+	keys     map[string]*histKey
+	capacity int64
+	fixed    bool // a Set's key: the capacity is fixed, there is no cap key
+	broken   bool
+	// grantedAt[key] = (createRev, grantRev) for every key the rule granted
+	grantedAt map[string][][2]int64
+}
+
+// checkHistoryOf replays every revision of the range of layout (from its
+// prefix to its rprefix) through the semaphore semOf returns for each key,
+// checking checkHistory's guarantees, and returns the number of grants.
+func checkHistoryOf(t *testing.T, cli *clientv3.Client, layout keyLayout, semOf func(etcdKey string) *histSem, log *grantLog) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
 	head, err := cli.Get(ctx, layout.prefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
 	require.NoError(t, err)
 	last := head.Header.Revision
 
 	var (
-		keys     = map[string]*histKey{}
-		capacity int64
-		broken   bool
 		grants   int
-		// grantedAt[key] = (createRev, grantRev) for every key the rule granted
-		grantedAt = map[string][][2]int64{}
-		believed  = map[int64][]clientGrant{} // by grantRev
-		seen      = map[string]bool{}
+		all      = map[*histSem]bool{}
+		believed = map[int64][]clientGrant{} // by grantRev
+		seen     = map[string]bool{}
 	)
 	if log != nil {
 		log.mu.Lock()
@@ -131,7 +169,8 @@ func checkHistory(t *testing.T, cli *clientv3.Client, name string, log *grantLog
 		}
 		log.mu.Unlock()
 	}
-	settle := func(rev int64) {
+	settle := func(sem *histSem, rev int64) {
+		keys := sem.keys
 		ordered := make([]string, 0, len(keys))
 		for k := range keys {
 			ordered = append(ordered, k)
@@ -146,13 +185,16 @@ func checkHistory(t *testing.T, cli *clientv3.Client, name string, log *grantLog
 			}
 			if !k.granted {
 				switch {
-				case broken || k.n > capacity:
+				case sem.broken || k.n > sem.capacity:
 					k.dead = true
 					continue
-				case sum+k.n <= capacity:
+				case sum+k.n <= sem.capacity:
 					k.granted, k.grantRev, newGrant = true, rev, true
 					grants++
-					grantedAt[name] = append(grantedAt[name], [2]int64{k.createRev, rev})
+					if sem.grantedAt == nil {
+						sem.grantedAt = map[string][][2]int64{}
+					}
+					sem.grantedAt[name] = append(sem.grantedAt[name], [2]int64{k.createRev, rev})
 				}
 			}
 			sum += k.n
@@ -171,7 +213,7 @@ func checkHistory(t *testing.T, cli *clientv3.Client, name string, log *grantLog
 			}
 		}
 		if newGrant {
-			assert.LessOrEqual(t, held, capacity, "capacity at revision %d: %d units granted, capacity %d", rev, held, capacity)
+			assert.LessOrEqual(t, held, sem.capacity, "capacity at revision %d: %d units granted, capacity %d (%s)", rev, held, sem.capacity, sem.layout.prefix)
 		}
 		for _, g := range believed[rev] {
 			k := keys[g.key]
@@ -186,33 +228,44 @@ func checkHistory(t *testing.T, cli *clientv3.Client, name string, log *grantLog
 
 	if last > 0 {
 		err := replay(ctx, cli, layout, 1, last, func(evs []*clientv3.Event) {
+			touched := map[*histSem]bool{}
+			var order []*histSem
 			for _, ev := range evs {
 				key := string(ev.Kv.Key)
+				sem := semOf(key)
+				all[sem] = true
+				if !touched[sem] {
+					touched[sem] = true
+					order = append(order, sem)
+				}
+				l := sem.layout
 				switch {
-				case key == layout.capKey:
-					capacity = 0
+				case key == l.capKey && !sem.fixed:
+					sem.capacity = 0
 					if ev.Type == mvccpb.PUT {
-						capacity, _ = strconv.ParseInt(string(ev.Kv.Value), 10, 64)
+						sem.capacity, _ = strconv.ParseInt(string(ev.Kv.Value), 10, 64)
 					}
-				case key == layout.brokenKey:
-					broken = ev.Type == mvccpb.PUT
-				case strings.HasPrefix(key, layout.qprefix):
+				case key == l.brokenKey:
+					sem.broken = ev.Type == mvccpb.PUT
+				case strings.HasPrefix(key, l.qprefix):
 					if ev.Type == mvccpb.DELETE {
-						delete(keys, key)
+						delete(sem.keys, key)
 						continue
 					}
 					f := strings.Fields(string(ev.Kv.Value))
 					n, err := strconv.ParseInt(f[0], 10, 64)
 					require.NoError(t, err)
-					if k := keys[key]; k != nil {
+					if k := sem.keys[key]; k != nil {
 						assert.LessOrEqual(t, n, k.n, "a key's weight only drops (%s)", key)
 						k.n = n
 					} else {
-						keys[key] = &histKey{createRev: ev.Kv.CreateRevision, n: n}
+						sem.keys[key] = &histKey{createRev: ev.Kv.CreateRevision, n: n}
 					}
 				}
 			}
-			settle(evs[0].Kv.ModRevision)
+			for _, sem := range order {
+				settle(sem, evs[0].Kv.ModRevision)
+			}
 		})
 		require.NoError(t, err, "reading the history")
 	}
@@ -222,12 +275,14 @@ func checkHistory(t *testing.T, cli *clientv3.Client, name string, log *grantLog
 		}
 	}
 	granted := map[int64]bool{}
-	for key, gs := range grantedAt {
-		created := map[int64]bool{}
-		for _, g := range gs {
-			assert.False(t, created[g[0]], "no double grant: %s (token %d) granted twice", key, g[0])
-			created[g[0]] = true
-			granted[g[0]] = true
+	for sem := range all {
+		for key, gs := range sem.grantedAt {
+			created := map[int64]bool{}
+			for _, g := range gs {
+				assert.False(t, created[g[0]], "no double grant: %s (token %d) granted twice", key, g[0])
+				created[g[0]] = true
+				granted[g[0]] = true
+			}
 		}
 	}
 	if log != nil {

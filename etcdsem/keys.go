@@ -50,6 +50,22 @@ func keysOf(name string) keyLayout {
 	return keyLayout{prefix: p, qprefix: p + "q/", capKey: p + "cap", brokenKey: p + "broken", rprefix: ReportPrefix(name)}
 }
 
+// setPrefix returns the prefix of every key of the Set name: KeyPrefix(name)
+// + "k/". A single semaphore of the same name has no key under it ("k/" is
+// none of "cap", "broken", "q/", "r/"), and its grant rule and watch read
+// only its own keys, so the two are independent.
+func setPrefix(name string) string { return KeyPrefix(name) + "k/" }
+
+// setKeysOf returns the key layout of key's semaphore in the Set whose prefix
+// is sp: sp + escape(key) + "/", laid out as a semaphore's. By the argument
+// above, with sp in place of nothing: escape(key) holds no "/", so the first
+// "/" after sp ends the key's prefix, and distinct keys have prefixes neither
+// of which starts with the other.
+func setKeysOf(sp, key string) keyLayout {
+	p := sp + nameEscaper.Replace(key) + "/"
+	return keyLayout{prefix: p, qprefix: p + "q/", capKey: p + "cap", brokenKey: p + "broken", rprefix: p + "r/"}
+}
+
 // stateRange is the option of a watch or read of the state, from prefix: the
 // range up to the reports.
 func (k keyLayout) stateRange() clientv3.OpOption { return clientv3.WithRange(k.rprefix) }

@@ -67,6 +67,9 @@ func (q *queue) init(h *handle) {
 	q.h = h
 	q.advanced = make(chan struct{})
 	q.byKey = make(map[string]*qkey)
+	if h.capFixed {
+		q.capacity = h.capacity
+	}
 }
 
 // load sets the mirror from a read of every key at rev.
@@ -108,7 +111,7 @@ func (q *queue) applyEvents(evs []*clientv3.Event) {
 func (q *queue) put(kv *mvccpb.KeyValue) {
 	key := string(kv.Key)
 	switch {
-	case key == q.h.capKey:
+	case key == q.h.capKey && !q.h.capFixed:
 		c, err := strconv.ParseInt(string(kv.Value), 10, 64)
 		if err != nil || c < 0 {
 			c = 0 // a malformed capacity grants nothing
@@ -132,7 +135,7 @@ func (q *queue) put(kv *mvccpb.KeyValue) {
 // delete applies a delete of any key of the semaphore.
 func (q *queue) delete(key string) {
 	switch {
-	case key == q.h.capKey:
+	case key == q.h.capKey && !q.h.capFixed:
 		q.capacity, q.capRev = 0, 0
 	case key == q.h.brokenKey:
 		q.broken, q.reason = false, ""

@@ -71,10 +71,9 @@ func (h *handle) newRequestLocked(l *lease, n int64) *request {
 	if l.err() != nil {
 		return nil
 	}
-	h.seq++
 	r := &request{
 		h:      h,
-		key:    h.keyPrefix(l) + strconv.FormatUint(h.seq, 16),
+		key:    h.keyPrefix(l) + strconv.FormatUint(h.seq.Add(1), 16),
 		lease:  l,
 		n:      n,
 		done:   make(chan struct{}),

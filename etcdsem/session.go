@@ -29,7 +29,8 @@ type session struct {
 	wg     sync.WaitGroup     // the session's goroutines; close waits for them
 	onLost func(*lease)       // told when a lease is lost, once it is no longer current
 
-	closed atomic.Bool // set once, before close ends anything; never cleared
+	closed atomic.Bool   // set once, before close ends anything; never cleared
+	seq    atomic.Uint64 // numbers the keys written on the session's leases, so that no two share a name
 
 	mu       sync.Mutex
 	lease    *lease        // guarded by mu; nil before the first grant and after a loss or close

@@ -56,7 +56,7 @@ func (h *handle) tryAcquire(ctx context.Context, n int64) (*Units, bool, error) 
 
 		resp, err := h.sess.cli.Txn(cctx).If(
 			clientv3.Compare(clientv3.ModRevision(h.qprefix), "<", rev+1).WithPrefix(),
-			clientv3.Compare(clientv3.ModRevision(h.capKey), "=", capRev),
+			clientv3.Compare(clientv3.ModRevision(h.capKey), "=", capRev), // 0 for a Set's key: it has none
 			clientv3.Compare(clientv3.Version(h.brokenKey), "=", 0),
 		).Then(
 			clientv3.OpPut(r.key, formatValue(n, r.born, h.clientTag), clientv3.WithLease(l.id)),
