@@ -43,7 +43,8 @@ func newHandle(sess *session, name string, clientTag string) *handle {
 // tell, so loadState replays it from just before the oldest queue key was
 // created, through the rule. If that history is compacted, keys that do not fit
 // are counted but their state stays unknown (see queue). It runs in New,
-// before the watch starts and before any call can reach the handle.
+// before the watch starts and before any call can reach the handle, and for a
+// Set's key before the watch applies to it (Set.load).
 func (h *handle) loadState(ctx context.Context, now *clientv3.GetResponse) {
 	oldest := int64(0)
 	for _, kv := range now.Kvs {
@@ -51,7 +52,12 @@ func (h *handle) loadState(ctx context.Context, now *clientv3.GetResponse) {
 			oldest = kv.CreateRevision
 		}
 	}
-	if oldest > 1 {
+	// A Set's key needs no history: a key of it dies only when broken or
+	// larger than the capacity, which a key of a Set never is (the capacity
+	// is fixed, and checked before the write), and waiting or granted, a key
+	// counts the same in the rule. Its keys present now that do not fit are
+	// counted as unknown, and its own keys wait behind them as the rule says.
+	if oldest > 1 && !h.capFixed {
 		base, err := h.sess.cli.Get(ctx, h.prefix, h.stateRange(), clientv3.WithRev(oldest-1))
 		if err == nil {
 			h.q.load(oldest-1, base.Kvs)

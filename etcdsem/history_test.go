@@ -215,15 +215,20 @@ func checkHistoryOf(t *testing.T, cli *clientv3.Client, layout keyLayout, semOf 
 		if newGrant {
 			assert.LessOrEqual(t, held, sem.capacity, "capacity at revision %d: %d units granted, capacity %d (%s)", rev, held, sem.capacity, sem.layout.prefix)
 		}
+	}
+	// checkBelieved checks the grants clients believed they got at rev,
+	// once every semaphore the revision touched is settled (one revision
+	// may touch several: a lease's expiry deletes all its keys at once).
+	checkBelieved := func(rev int64) {
 		for _, g := range believed[rev] {
-			k := keys[g.key]
+			k := semOf(g.key).keys[g.key]
 			if assert.NotNil(t, k, "client grant of %s at revision %d: key absent", g.key, rev) {
 				assert.Equal(t, g.token, k.createRev, "client grant of %s: token", g.key)
 				assert.True(t, k.granted, "client grant of %s at revision %d: the rule had not granted it", g.key, rev)
 				assert.LessOrEqual(t, k.grantRev, rev, "client grant of %s: granted by the rule later", g.key)
 			}
-			delete(believed, rev)
 		}
+		delete(believed, rev)
 	}
 
 	if last > 0 {
@@ -266,6 +271,7 @@ func checkHistoryOf(t *testing.T, cli *clientv3.Client, layout keyLayout, semOf 
 			for _, sem := range order {
 				settle(sem, evs[0].Kv.ModRevision)
 			}
+			checkBelieved(evs[0].Kv.ModRevision)
 		})
 		require.NoError(t, err, "reading the history")
 	}

@@ -46,6 +46,7 @@ type Set struct {
 
 	mu   sync.Mutex
 	keys map[string]*setKey // guarded by mu: the keys in memory, by their prefix
+	peak int                // guarded by mu: the most keys the map held since it was made
 	rev  int64              // guarded by mu: the last revision the watch delivered
 }
 
@@ -220,6 +221,7 @@ func (s *Set) pin(ctx context.Context, key, op string, n int64, c call) (*setKey
 		}
 		k.users++
 		k.idle = 0
+		s.peak = max(s.peak, len(s.keys))
 		s.mu.Unlock()
 		if first {
 			s.load(ctx, k)
@@ -320,8 +322,9 @@ func (s *Set) next() int64 {
 	return s.rev + 1
 }
 
-// apply hands each key in memory its events of resp, in order: a key's
-// events are whole revisions of it, as no write touches two keys. Events of
+// apply hands each key in memory its events of resp, in order: all its
+// events of each revision, which a key's state depends on alone (a revision
+// may touch several keys: a lease's expiry deletes all its keys). Events of
 // keys not in memory are dropped: a key entered later reads its state after
 // them. A progress notification moves every key to its revision.
 func (s *Set) apply(resp clientv3.WatchResponse) {
@@ -496,6 +499,15 @@ func (s *Set) sweepIdle() {
 		} else {
 			k.idle = 0
 		}
+	}
+	// A map keeps the room of the most keys it held: once it holds far
+	// fewer, a new one frees that room.
+	if len(s.keys) <= s.peak/4 {
+		keys := make(map[string]*setKey, len(s.keys))
+		for p, k := range s.keys {
+			keys[p] = k
+		}
+		s.keys, s.peak = keys, len(keys)
 	}
 }
 

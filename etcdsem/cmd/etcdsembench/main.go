@@ -10,10 +10,12 @@
 // (shift.go): one process's load stops, and the time until another process is
 // served, in etcd round trips; then three processes of different demands on
 // one capacity, and the units each holds against its max-min share
-// (split.go). -table, -contended, -shift and -split choose the parts.
+// (split.go); then per-tenant limits on 1,000 keys, a Set per process
+// against a Semaphore per key (keyed.go). -table, -contended, -shift, -split
+// and -keyed choose the parts.
 //
 //	go -C etcdsem run ./cmd/etcdsembench              # everything, 3 runs each (some minutes)
-//	go -C etcdsem run ./cmd/etcdsembench -quick       # one row per mode, one contended cell, the shift and the split, 1 run (seconds)
+//	go -C etcdsem run ./cmd/etcdsembench -quick       # one row per mode, one contended cell, the shift, the split and the keyed cell, 1 run (seconds)
 //	go -C etcdsem run ./cmd/etcdsembench -runs 1 -procs 4 -capacity 256 -hold 100us
 //
 // Each row is the median of its runs, with the range of the runs after it.
@@ -76,6 +78,7 @@ func run(args []string, out io.Writer) error {
 	contended := fs.Bool("contended", true, "measure the contended cells (demand above the capacity), plain against blocks, when -modes has both")
 	shift := fs.Bool("shift", true, "measure the shift of demand between two processes")
 	split := fs.Bool("split", true, "measure how three processes of different demands share one capacity")
+	keyed := fs.Bool("keyed", true, "measure per-tenant limits: a Set per process against a Semaphore per key, on 1,000 keys")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -149,6 +152,11 @@ func run(args []string, out io.Writer) error {
 	}
 	if *split && len(semModes) > 0 {
 		if err := b.printSplit(out, *runs, semModes); err != nil {
+			return err
+		}
+	}
+	if *keyed {
+		if err := b.printKeyed(out, *runs); err != nil {
 			return err
 		}
 	}

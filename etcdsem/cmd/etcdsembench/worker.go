@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"slices"
 	"strconv"
 	"sync"
@@ -36,6 +37,7 @@ type spec struct {
 	Units      int64         `json:"units"`    // units of each acquire; 0 means 1
 	Releases   bool          `json:"releases"` // report when each release began
 	WriteAt    time.Time     `json:"writeAt"`  // if set, time one write made then, alongside the load
+	Keys       int           `json:"keys"`     // "set" and "perkey": the keys goroutines take in turn
 }
 
 // A result is one worker's measurements.
@@ -50,6 +52,10 @@ type result struct {
 	Write    time.Duration `json:"write"`    // the write made at the spec's WriteAt
 	Releases []time.Time   `json:"releases"` // when each release began, if the spec asks
 	Err      string        `json:"err,omitempty"`
+	// "set" and "perkey": the heap in use per key once the load ended and
+	// every key went idle (for "set", once the Set keeps none), above the
+	// heap before the first key was made.
+	IdleBytesPerKey float64 `json:"idleBytesPerKey"`
 }
 
 // worker runs the load of the spec in env, prints its result as one JSON line
@@ -67,11 +73,26 @@ func worker(env string, in io.Reader, out io.Writer) error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Until(sp.Start)+sp.Duration+time.Minute)
 	defer cancel()
 	res := result{Latency: newHist()}
+	base := heapInUse()
 	acquire, closeAll, err := acquirer(ctx, cli, sp)
 	if err != nil {
 		return err
 	}
+	if sp.Mode == "set" {
+		// The Set with its lease and watch, once a first key went idle:
+		// what is left above it at the end is what keys left behind.
+		rel, err := acquire(0)()
+		if err != nil {
+			return err
+		}
+		if err := rel(); err != nil {
+			return err
+		}
+		idleWait(ctx)
+		base = heapInUse()
+	}
 	defer closeAll()
+	idle := idleWait
 
 	takes := make([]func() (func() error, error), sp.Goroutines)
 	for g := range takes {
@@ -149,12 +170,22 @@ func worker(env string, in io.Reader, out io.Writer) error {
 	if err := <-rttDone; err != nil {
 		return err
 	}
+	if sp.Keys > 0 {
+		if idle != nil {
+			idle(ctx)
+		}
+		res.IdleBytesPerKey = float64(int64(heapInUse())-int64(base)) / float64(sp.Keys)
+	}
 	if err := json.NewEncoder(out).Encode(res); err != nil {
 		return err
 	}
 	_, _ = io.Copy(io.Discard, in) // hold the handle until the coordinator is done
 	return nil
 }
+
+// idleWait, set by acquirer in "set" mode, waits until the Set keeps no key
+// in memory; nil in the other modes.
+var idleWait func(ctx context.Context)
 
 // acquirer returns, for goroutine g, a function that acquires one unit and
 // returns its release, in the spec's mode; and a function closing what it
@@ -179,6 +210,62 @@ func acquirer(ctx context.Context, cli *clientv3.Client, sp spec) (func(g int) f
 				return func() error { return u.Release(ctx) }, nil
 			}
 		}, func() { s.Close() }, nil
+	case "set":
+		// One Set: goroutine g takes the keys g, g+G, g+2G, ... in turn.
+		set, err := etcdsem.NewSet(ctx, cli, sp.Name, func(string) int64 { return sp.Capacity },
+			etcdsem.WithClientName("worker-"+strconv.Itoa(sp.Index)))
+		if err != nil {
+			return nil, nil, err
+		}
+		idleWait = func(ctx context.Context) {
+			for set.Keys() > 0 && ctx.Err() == nil {
+				time.Sleep(100 * time.Millisecond)
+			}
+		}
+		return func(g int) func() (func() error, error) {
+			next := g
+			return func() (func() error, error) {
+				key := "k" + strconv.Itoa(next%sp.Keys)
+				next += sp.Goroutines
+				u, err := set.Acquire(ctx, key, max(sp.Units, 1))
+				if err != nil {
+					return nil, err
+				}
+				return func() error { return u.Release(ctx) }, nil
+			}
+		}, func() { set.Close() }, nil
+	case "perkey":
+		// One Semaphore per key, made before the load, as a user without a
+		// Set would keep them.
+		sems := make([]*etcdsem.Semaphore, sp.Keys)
+		closeAll := func() {
+			for _, s := range sems {
+				if s != nil {
+					s.Close()
+				}
+			}
+		}
+		for k := range sems {
+			s, err := etcdsem.New(ctx, cli, sp.Name+"/k"+strconv.Itoa(k), etcdsem.WithCapacity(sp.Capacity),
+				etcdsem.WithClientName("worker-"+strconv.Itoa(sp.Index)))
+			if err != nil {
+				closeAll()
+				return nil, nil, err
+			}
+			sems[k] = s
+		}
+		return func(g int) func() (func() error, error) {
+			next := g
+			return func() (func() error, error) {
+				s := sems[next%sp.Keys]
+				next += sp.Goroutines
+				u, err := s.Acquire(ctx, max(sp.Units, 1))
+				if err != nil {
+					return nil, err
+				}
+				return func() error { return u.Release(ctx) }, nil
+			}
+		}, closeAll, nil
 	case "mutex":
 		// capacity mutexes make a semaphore of that capacity: goroutine g
 		// of worker i always takes the same one, each in its own session (a
@@ -210,6 +297,15 @@ func acquirer(ctx context.Context, cli *clientv3.Client, sp spec) (func(g int) f
 			}, nil
 	}
 	return nil, nil, fmt.Errorf("unknown mode %q", sp.Mode)
+}
+
+// heapInUse returns the bytes of the heap's live objects after a collection.
+func heapInUse() uint64 {
+	runtime.GC()
+	runtime.GC() // the second empties the pools the first kept
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
 }
 
 // rttLead is how long before its load a worker measures the round trip.
