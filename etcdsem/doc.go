@@ -184,6 +184,42 @@
 //     callers waits; with none free it asks etcd for a block without queueing
 //     (max(n, size) units, then n).
 //
+// # Per-key limits: Set
+//
+// A Set is one semaphore per key under one name, for limits per tenant,
+// user or job type across the fleet ("tenant X runs at most 10 jobs at
+// once"), for any number of keys:
+//
+//	jobs, err := etcdsem.NewSet(ctx, client, "jobs", func(tenant string) int64 { return 10 })
+//	...
+//	u, err := jobs.Acquire(ctx, tenant, 1)
+//
+// Each key's semaphore is laid out and granted as a Semaphore's (the rule
+// above), under KeyPrefix(name)+"k/"+escape(key)+"/", so the history checker
+// and Audit's argument hold for each key. What differs:
+//
+//   - One session for every key: a Set holds one lease (every key it writes is
+//     on it, so a lost lease tells the holders of every key, and Close gives
+//     every key back at once) and one watch over all its keys, which hands
+//     each key's events to that key. A process pays for the keys it uses,
+//     not for the keys that exist.
+//   - A key exists only while used. In etcd, its keys are its queue keys,
+//     deleted as units come back: an idle key has nothing in etcd, and
+//     there is no capacity key. In a process, a key is kept while a call uses
+//     it or its units are held there, and dropped by the second sweep (one a
+//     second) that finds it idle; a key used again is read again from etcd.
+//     Reading it needs no history: a key of a Set never dies (it is never
+//     broken and never above its fixed capacity), and waiting or granted, a
+//     key counts the same in the rule.
+//   - The capacity is configuration: capacityOf(key), which every process must
+//     give alike, as it gives the name. A process whose function gives a
+//     larger capacity grants its own keys up to it. Acquire and TryAcquire
+//     refuse n above it before any RPC. There is no Resize, Break or block
+//     mode per key.
+//   - A write whose caller gave up before its reply, landing later for a key
+//     no longer in memory, is found by the watch (a key of the Set's lease
+//     that no request owns) and deleted.
+//
 // # Differences from the in-process semaphore, and why
 //
 //   - Methods take a context and may fail with an RPC error: etcd may be

@@ -51,6 +51,40 @@ func Example() {
 	// violations in the history: 0 []
 }
 
+// A Set limits each tenant to its own number of jobs at once across every
+// process, on one lease and one watch per process; a tenant's keys leave
+// etcd when its last unit comes back.
+func ExampleSet() {
+	endpoint, stop := exampleEtcd()
+	defer stop()
+	ctx := context.Background()
+	cli, _ := clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, Logger: zap.NewNop()})
+	defer cli.Close()
+
+	perTenant := func(tenant string) int64 {
+		if tenant == "big-customer" {
+			return 10
+		}
+		return 2
+	}
+	jobs, _ := etcdsem.NewSet(ctx, cli, "example/tenant-jobs", perTenant)
+	defer jobs.Close()
+
+	a, _ := jobs.Acquire(ctx, "acme", 2)
+	_, ok, _ := jobs.TryAcquire(ctx, "acme", 1)
+	fmt.Println("acme can run a third job:", ok)
+	b, _, _ := jobs.TryAcquire(ctx, "big-customer", 3)
+	fmt.Println("big-customer runs", b.Count(), "jobs")
+	_ = a.Release(ctx)
+	_ = b.Release(ctx)
+	left, _ := cli.Get(ctx, etcdsem.KeyPrefix("example/tenant-jobs"), clientv3.WithPrefix(), clientv3.WithCountOnly())
+	fmt.Println("keys left in etcd:", left.Count)
+	// Output:
+	// acme can run a third job: false
+	// big-customer runs 3 jobs
+	// keys left in etcd: 0
+}
+
 // exampleEtcd starts a throwaway etcd on 127.0.0.1.
 func exampleEtcd() (endpoint string, stop func()) {
 	dir, _ := os.MkdirTemp("", "etcdsem-example-")

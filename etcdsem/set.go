@@ -360,16 +360,7 @@ func (s *Set) apply(resp clientv3.WatchResponse) {
 	}
 	s.mu.Unlock()
 	for _, b := range batches {
-		h := b.k.h
-		h.mu.Lock()
-		switch {
-		case b.k.dropped:
-		case !b.k.loaded:
-			b.k.pending = append(b.k.pending, b.evs...)
-		default:
-			h.q.applyEvents(b.evs)
-		}
-		h.mu.Unlock()
+		b.k.deliver(b.evs)
 	}
 	for _, k := range all {
 		k.h.mu.Lock()
@@ -394,6 +385,22 @@ func (s *Set) orphan(ev *clientv3.Event) {
 		return
 	}
 	s.sess.deleteLater(string(ev.Kv.Key), ev.Kv.CreateRevision)
+}
+
+// deliver applies the watch's events of k to its handle, or keeps them
+// until it is loaded. A key dropped from memory applies nothing: the watch
+// may have found it just before, and a key of the same name entered since
+// reads its own state.
+func (k *setKey) deliver(evs []*clientv3.Event) {
+	k.h.mu.Lock()
+	defer k.h.mu.Unlock()
+	switch {
+	case k.dropped:
+	case !k.loaded:
+		k.pending = append(k.pending, evs...)
+	default:
+		k.h.q.applyEvents(evs)
+	}
 }
 
 // keyPrefixOf returns the prefix of the key's semaphore that the etcd key

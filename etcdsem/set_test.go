@@ -72,8 +72,10 @@ func TestSet_EachKeyIsASemaphoreOfItsOwnCapacity(t *testing.T) {
 	require.True(t, ok, "b is its own semaphore")
 	log.add(b)
 
+	rpcs := rpcCount(t)
 	_, err = s.Acquire(ctx, "b", 2)
 	require.ErrorIs(t, err, semaphore.ErrTooLarge)
+	assert.Equal(t, rpcs, rpcCount(t), "a request above the key's capacity fails before any RPC")
 	o, known := semaphore.OutcomeOf(err)
 	assert.True(t, known)
 	assert.Equal(t, semaphore.TooLarge, o)
@@ -191,12 +193,20 @@ func TestSet_AKeyInUseStaysInMemory(t *testing.T) {
 	name := testName(t)
 	s := newSet(t, newClient(t, ep), name, func(string) int64 { return 1 })
 	ctx := testCtx(t, 30*time.Second)
+	// A key a call uses stays, before it has any key in etcd.
+	k, err := s.pin(ctx, "used", "Acquire", 1, acquireCall(1))
+	require.NoError(t, err)
+	for range 3 {
+		s.sweepOnce()
+	}
+	assert.Equal(t, 1, s.Keys(), "a key a call uses stays")
+	s.unpin(k)
+	s.sweepOnce()
+	s.sweepOnce()
+	require.Zero(t, s.Keys())
+
 	u, err := s.Acquire(ctx, "held", 1)
 	require.NoError(t, err)
-	s.mu.Lock()
-	k := s.keys[setKeysOf(s.prefix, "held").prefix]
-	s.mu.Unlock()
-	require.NotNil(t, k)
 	// Three sweeps: a held key is never idle.
 	for range 3 {
 		s.sweepOnce()
@@ -467,3 +477,59 @@ func (s *Set) debugState() string {
 
 // sweepOnce runs one sweep of s, for tests.
 func (s *Set) sweepOnce() { s.sweepIdle() }
+
+func TestSet_AnAcquireAbandonedBeforeItsWriteLeavesNothingBehind(t *testing.T) {
+	ep := sharedEndpoint(t)
+	name := testName(t)
+	px := newProxy(t, ep)
+	t.Cleanup(px.release)
+	s := newSet(t, newClient(t, px.endpoint()), name, func(string) int64 { return 1 })
+	ctx := testCtx(t, 30*time.Second)
+	u, err := s.Acquire(ctx, "k", 1) // the lease exists from here on
+	require.NoError(t, err)
+	require.NoError(t, u.Release(ctx))
+
+	px.hold(true, false) // the write never reaches etcd
+	_, err = s.AcquireTimeout(ctx, "k", 300*time.Millisecond, 1)
+	require.ErrorIs(t, err, semaphore.ErrTimedOut)
+	px.dropConns() // and never will: the bytes held are dropped with the connection
+	px.release()
+
+	require.Eventually(t, func() bool { return s.Keys() == 0 }, 10*time.Second, 10*time.Millisecond,
+		"the abandoned acquire keeps its key in memory")
+	assert.Zero(t, setKeysIn(t, newClient(t, ep), name, nil))
+	u, err = s.Acquire(ctx, "k", 1)
+	require.NoError(t, err, "the Set works on after its connection was dropped")
+	require.NoError(t, u.Release(ctx))
+}
+
+func TestSet_AKeyDroppedFromMemoryAppliesNoLateEvent(t *testing.T) {
+	ep := sharedEndpoint(t)
+	name := testName(t)
+	s := newSet(t, newClient(t, ep), name, func(string) int64 { return 1 })
+	ctx := testCtx(t, 30*time.Second)
+	u, err := s.Acquire(ctx, "x", 1)
+	require.NoError(t, err)
+	require.NoError(t, u.Release(ctx))
+	s.mu.Lock()
+	old := s.keys[setKeysOf(s.prefix, "x").prefix]
+	s.mu.Unlock()
+	require.NotNil(t, old)
+	s.sweepOnce()
+	s.sweepOnce()
+	require.Zero(t, s.Keys())
+
+	// The key again, in a new entry: a holder whose key the watch could
+	// have handed to the old entry just before it was dropped.
+	u, err = s.Acquire(ctx, "x", 1)
+	require.NoError(t, err)
+	resp, err := s.sess.cli.Get(ctx, u.req().key)
+	require.NoError(t, err)
+	require.Len(t, resp.Kvs, 1)
+	old.deliver([]*clientv3.Event{{Type: clientv3.EventTypePut, Kv: resp.Kvs[0]}})
+	old.h.mu.Lock()
+	applied := old.h.q.byKey[u.req().key] != nil
+	old.h.mu.Unlock()
+	assert.False(t, applied, "a dropped entry applies nothing (it would take the new holder's key for an orphan of its lease, and delete it)")
+	require.NoError(t, u.Release(ctx))
+}

@@ -10,7 +10,8 @@ import (
 )
 
 // The keyed cell: per-tenant limits across processes. keyedProcs processes
-// of the bench's goroutines each take keyedKeys keys in turn (goroutine g the
+// of the bench's goroutines each take the bench's keys (1,000; 100 when
+// quick) in turn (goroutine g the
 // keys g, g+G, ...), one unit of a capacity of keyedCapacity per key, held
 // keyedHold: "set" on one etcdsem.Set per process (one lease, one watch),
 // "perkey" on one etcdsem.Semaphore per key and process made before the load
@@ -20,7 +21,6 @@ import (
 // idle.
 const (
 	keyedProcs    = 4
-	keyedKeys     = 1000
 	keyedCapacity = 4
 	keyedHold     = 100 * time.Microsecond
 )
@@ -37,12 +37,12 @@ func (b *bench) keyed(mode string) (keyedRun, error) {
 	name := fmt.Sprintf("etcdsembench/%d-%d", os.Getpid(), b.runs)
 	start := time.Now().Add(6*time.Second + keyedProcs*300*time.Millisecond) // the Set's first key goes idle first
 	if mode == "perkey" {
-		start = start.Add(15 * time.Second) // a thousand handles to make first
+		start = start.Add(time.Duration(b.keys) * 15 * time.Millisecond) // the handles to make first
 	}
 	specs := make([]spec, keyedProcs)
 	for i := range specs {
 		specs[i] = spec{Endpoint: b.endpoint, Name: name, Mode: mode, Capacity: keyedCapacity, Goroutines: b.goroutines,
-			Hold: keyedHold, Start: start, Duration: b.dur, Index: i, Keys: keyedKeys}
+			Hold: keyedHold, Start: start, Duration: b.dur, Index: i, Keys: b.keys}
 	}
 	results, err := runWorkers(specs)
 	if err != nil {
@@ -63,7 +63,7 @@ func (b *bench) keyed(mode string) (keyedRun, error) {
 // printKeyed runs the keyed cell runs times and prints its table.
 func (b *bench) printKeyed(out io.Writer, runs int) error {
 	fmt.Fprintf(out, "\nkeyed: %d processes of %d goroutines take %d keys in turn, 1 unit of %d per key, held %v; %v per run, median of %d runs [range], a Set then a Semaphore per key in each run\n",
-		keyedProcs, b.goroutines, keyedKeys, keyedCapacity, keyedHold, b.dur, runs)
+		keyedProcs, b.goroutines, b.keys, keyedCapacity, keyedHold, b.dur, runs)
 	fmt.Fprintln(out, "\n| form | grants/s per process | p50; p99 acquire | heap per key once idle, bytes |")
 	fmt.Fprintln(out, "|---|---|---|---|")
 	num := func(f float64) string { return strconv.FormatFloat(f, 'f', 0, 64) }

@@ -65,7 +65,7 @@ type config struct {
 
 func run(args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("etcdsembench", flag.ContinueOnError)
-	quick := fs.Bool("quick", false, "one row per mode (4 processes, capacity 256, 100µs holds), one contended cell, the shift and the split, 1 run of 1s (unless -runs, -duration)")
+	quick := fs.Bool("quick", false, "one row per mode (4 processes, capacity 256, 100µs holds), one contended cell, the shift, the split and the keyed cell on 100 keys, 1 run of 1s (unless -runs, -duration)")
 	runs := fs.Int("runs", 3, "runs of each row; the row shows their median and range")
 	dur := fs.Duration("duration", 3*time.Second, "the load of one run")
 	goroutines := fs.Int("goroutines", 16, "goroutines per process")
@@ -122,7 +122,10 @@ func run(args []string, out io.Writer) error {
 		return err
 	}
 	defer e.Close()
-	b := &bench{endpoint: e.Config().ListenClientUrls[0].String(), goroutines: *goroutines, block: *block, dur: *dur}
+	b := &bench{endpoint: e.Config().ListenClientUrls[0].String(), goroutines: *goroutines, block: *block, dur: *dur, keys: 1000}
+	if *quick {
+		b.keys = 100
+	}
 
 	if *table {
 		if err := b.printTable(out, *runs, *block, cfgs); err != nil {
@@ -194,6 +197,7 @@ type bench struct {
 	block      int64
 	dur        time.Duration
 	runs       int
+	keys       int // of the keyed cell
 }
 
 type loadResult struct {

@@ -47,15 +47,19 @@ func TestRun_QuickPrintsARowPerModeAContendedCellTheShiftAndTheSplit(t *testing.
 		assert.Equal(t, 1, strings.Count(out.String(), mode), "a split row per mode")
 	}
 	assert.Contains(t, out.String(), "max-min shares [2 7 7]")
+	assert.Contains(t, out.String(), "take 100 keys in turn")
+	assert.Contains(t, out.String(), "| one etcdsem.Set per process | ")
+	assert.Contains(t, out.String(), "| one etcdsem.Semaphore per key and process | ")
 }
 
 func TestRun_PartsRunOnlyWhenAsked(t *testing.T) {
 	var out strings.Builder
-	require.NoError(t, run([]string{"-quick", "-modes", "plain,blocks", "-duration", "100ms", "-table=false", "-shift=false", "-split=false"}, &out))
+	require.NoError(t, run([]string{"-quick", "-modes", "plain,blocks", "-duration", "100ms", "-table=false", "-shift=false", "-split=false", "-keyed=false"}, &out))
 	assert.NotContains(t, out.String(), "| mode | grants/s |", "no table")
 	assert.Contains(t, out.String(), "contended:")
 	assert.NotContains(t, out.String(), "shifting demand")
 	assert.NotContains(t, out.String(), "max-min shares")
+	assert.NotContains(t, out.String(), "keyed:")
 }
 
 func TestSamples_NearSharesJudgesTheMeasuredPeriod(t *testing.T) {
