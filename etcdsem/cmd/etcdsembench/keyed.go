@@ -17,8 +17,10 @@ import (
 // "perkey" on one etcdsem.Semaphore per key and process made before the load
 // (a lease, a watch and a goroutine each). Each run runs both, set first, on
 // fresh names; it reports grants per second per process, acquire latency and
-// the heap each process keeps per key once the load ended and its keys went
-// idle.
+// the heap each process keeps per idle key: for a Set, what a pass over as
+// many new keys leaves once they went idle, after the load (the client's
+// buffers warm); for a Semaphore per key, the heap above the process's
+// before the first one was made.
 const (
 	keyedProcs    = 4
 	keyedCapacity = 4

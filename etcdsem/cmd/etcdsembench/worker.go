@@ -52,9 +52,10 @@ type result struct {
 	Write    time.Duration `json:"write"`    // the write made at the spec's WriteAt
 	Releases []time.Time   `json:"releases"` // when each release began, if the spec asks
 	Err      string        `json:"err,omitempty"`
-	// "set" and "perkey": the heap in use per key once the load ended and
-	// every key went idle (for "set", once the Set keeps none), above the
-	// heap before the first key was made.
+	// "set": the heap in use per key that a pass over as many new keys
+	// leaves once they went idle (the Set keeps none), after the load;
+	// "perkey": the heap per key once the load ended, above the heap before
+	// the first Semaphore was made.
 	IdleBytesPerKey float64 `json:"idleBytesPerKey"`
 }
 
@@ -172,6 +173,14 @@ func worker(env string, in io.Reader, out io.Writer) error {
 	}
 	if sp.Keys > 0 {
 		if idle != nil {
+			// What keys leave behind once idle, with the client's
+			// buffers warm: the heap across a pass over as many keys
+			// again, each new to the Set.
+			idle(ctx)
+			base = heapInUse()
+			if err := freshPass(ctx); err != nil {
+				return err
+			}
 			idle(ctx)
 		}
 		res.IdleBytesPerKey = float64(int64(heapInUse())-int64(base)) / float64(sp.Keys)
@@ -183,9 +192,14 @@ func worker(env string, in io.Reader, out io.Writer) error {
 	return nil
 }
 
-// idleWait, set by acquirer in "set" mode, waits until the Set keeps no key
-// in memory; nil in the other modes.
-var idleWait func(ctx context.Context)
+// idleWait and freshPass, set by acquirer in "set" mode: idleWait waits until
+// the Set keeps no key in memory, freshPass takes and gives back one unit of
+// each of as many keys as the load's, none of them used before. nil in the
+// other modes.
+var (
+	idleWait  func(ctx context.Context)
+	freshPass func(ctx context.Context) error
+)
 
 // acquirer returns, for goroutine g, a function that acquires one unit and
 // returns its release, in the spec's mode; and a function closing what it
@@ -221,6 +235,29 @@ func acquirer(ctx context.Context, cli *clientv3.Client, sp spec) (func(g int) f
 			for set.Keys() > 0 && ctx.Err() == nil {
 				time.Sleep(100 * time.Millisecond)
 			}
+		}
+		freshPass = func(ctx context.Context) error {
+			var wg sync.WaitGroup
+			errs := make(chan error, sp.Goroutines)
+			for g := range sp.Goroutines {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for k := g; k < sp.Keys; k += sp.Goroutines {
+						u, err := set.Acquire(ctx, "fresh"+strconv.Itoa(k), 1)
+						if err == nil {
+							err = u.Release(ctx)
+						}
+						if err != nil {
+							errs <- err
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			close(errs)
+			return <-errs
 		}
 		return func(g int) func() (func() error, error) {
 			next := g
