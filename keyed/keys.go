@@ -75,9 +75,11 @@ type shard struct {
 }
 
 // An entry is one active key, or an idle one kept for another key. It holds
-// its key's semaphore, so that the two are one allocation of 128 bytes, and
-// what a call on the key writes (refs, acquired, the semaphore's state word)
-// and reads (hash, key, second) is in its first 64 bytes.
+// its key's semaphore, so that the two are one allocation of 128 bytes, which
+// the allocator places on a 128-byte boundary; what a call on the key writes
+// (refs, acquired, the semaphore's state word) and reads (hash, key, second,
+// the semaphore's capacity) is in its first 64 bytes, one cache line
+// (TestEntryLayout).
 type entry struct {
 	refs atomic.Int32 // see the protocol above
 
@@ -85,7 +87,7 @@ type entry struct {
 	// is 0 (see the protocol). hash is atomic because readers that hold no
 	// reference read it; key is read only under a reference, or under the
 	// mutex.
-	hash atomic.Uint64
+	hash atomic.Uint32 // beside refs: the entry is 128 bytes, its hot part one line
 	key  string
 
 	// acquired counts the key's calls granted since the entry became its key's:
@@ -112,9 +114,16 @@ func (e *entry) ref() bool {
 	}
 }
 
+// hashOf returns key's hash: 32 bits, which choose its shard (the low bits)
+// and its home slot there (table.home), and which a reader compares before it
+// takes a reference on an entry.
+func (s *Set) hashOf(key string) uint32 {
+	return uint32(maphash.String(s.seed, key))
+}
+
 // shardOf returns key's hash and its shard.
-func (s *Set) shardOf(key string) (uint64, *shard) {
-	h := maphash.String(s.seed, key)
+func (s *Set) shardOf(key string) (uint32, *shard) {
+	h := s.hashOf(key)
 	return h, &s.shards[h%shardCount]
 }
 
@@ -127,8 +136,7 @@ func (s *Set) join(key string, n int64) (*entry, *shard, *semaphore.Semaphore) {
 	if s.label == "" || n < 0 {
 		s.misuse(key, n)
 	}
-	h := maphash.String(s.seed, key)
-	sh := &s.shards[h%shardCount]
+	h, sh := s.shardOf(key)
 	t := sh.table.Load()
 	i := t.home(h)
 	if e := t.slots[i].Load(); e != nil && e != tombstone && e.hash.Load() == h && s.refFor(e, h, key) {
@@ -143,7 +151,7 @@ func (s *Set) join(key string, n int64) (*entry, *shard, *semaphore.Semaphore) {
 
 // lookup returns key's entry, of hash h, with a reference taken, searching t
 // from slot i, or nil if it found none without the lock. See the protocol.
-func (s *Set) lookup(t *table, i int, h uint64, key string) *entry {
+func (s *Set) lookup(t *table, i int, h uint32, key string) *entry {
 	n := len(t.slots)
 	for probes := 0; probes < n; probes++ {
 		e := t.slots[i].Load()
@@ -164,7 +172,7 @@ func (s *Set) lookup(t *table, i int, h uint64, key string) *entry {
 // whether it did. It checks the key under the reference it took: e may have
 // become another key's since the caller loaded it, and then the reference was
 // that key's, and is dropped.
-func (s *Set) refFor(e *entry, h uint64, key string) bool {
+func (s *Set) refFor(e *entry, h uint32, key string) bool {
 	if !e.ref() {
 		return false
 	}
@@ -177,7 +185,7 @@ func (s *Set) refFor(e *entry, h uint64, key string) bool {
 
 // joinSlow is join for a key that was not active, or whose entry was leaving,
 // when lookup looked.
-func (s *Set) joinSlow(sh *shard, h uint64, key string) (*entry, *semaphore.Semaphore) {
+func (s *Set) joinSlow(sh *shard, h uint32, key string) (*entry, *semaphore.Semaphore) {
 	if b := s.broken.Load(); b != nil {
 		return nil, b
 	}
@@ -232,7 +240,7 @@ func (s *Set) paramsFor(key string) params {
 
 // activate makes key, of hash h, active with parameters p and one reference,
 // in an idle entry if the shard keeps one. sh.mu must be held.
-func (s *Set) activate(sh *shard, h uint64, key string, p params) *entry {
+func (s *Set) activate(sh *shard, h uint32, key string, p params) *entry {
 	var e *entry
 	if k := len(sh.free); k > 0 {
 		e = sh.free[k-1]
@@ -319,7 +327,7 @@ func (s *Set) leaveSlow(e *entry) {
 // remove takes e, of hash h, which has no reference left, out of its shard's
 // table, and keeps it for another key when its semaphore is idle and healthy.
 // sh.mu must be held.
-func (s *Set) remove(sh *shard, h uint64, e *entry) {
+func (s *Set) remove(sh *shard, h uint32, e *entry) {
 	sh.delete(h, e)
 	sh.retired += e.acquired
 	e.acquired = 0

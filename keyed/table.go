@@ -1,7 +1,6 @@
 package keyed
 
 import (
-	"math/bits"
 	"sync/atomic"
 )
 
@@ -51,14 +50,13 @@ const (
 // home returns the slot where the search for a key of hash h starts. The
 // shard was chosen by the hash's low bits; the product's high half depends on
 // all of them.
-func (t *table) home(h uint64) int {
-	hi, _ := bits.Mul64(h, uint64(len(t.slots)))
-	return int(hi)
+func (t *table) home(h uint32) int {
+	return int(uint64(h) * uint64(len(t.slots)) >> 32)
 }
 
 // find returns the entry of key, of hash h, or nil. The shard's mutex must be
 // held.
-func (t *table) find(h uint64, key string) *entry {
+func (t *table) find(h uint32, key string) *entry {
 	n := len(t.slots)
 	for i, probes := t.home(h), 0; probes < n; probes++ {
 		e := t.slots[i].Load()
@@ -86,7 +84,7 @@ func (t *table) each(f func(*entry)) {
 
 // insert puts e, of hash h, whose key is not in the table, into the shard's
 // table. sh.mu must be held.
-func (sh *shard) insert(h uint64, e *entry) {
+func (sh *shard) insert(h uint32, e *entry) {
 	t := sh.table.Load()
 	if (t.used+1)*maxLoadDen > len(t.slots)*maxLoadNum {
 		t = sh.rebuild(t.live + 1)
@@ -110,7 +108,7 @@ func (sh *shard) insert(h uint64, e *entry) {
 
 // delete replaces e, of hash h, in the shard's table by a tombstone, and
 // rebuilds a table left nearly empty. sh.mu must be held.
-func (sh *shard) delete(h uint64, e *entry) {
+func (sh *shard) delete(h uint32, e *entry) {
 	t := sh.table.Load()
 	n := len(t.slots)
 	for i := t.home(h); ; {
