@@ -165,7 +165,7 @@ func (l *fairLimit) dispatchLocked() {
 			l.vnow = tag
 		}
 		f.vfinish = tag + f.charge(w.n)
-		f.held.Add(w.n)
+		f.hold(w.n)
 		f.settleLocked(w, semaphore.Granted)
 	}
 	if l.broken == nil {
