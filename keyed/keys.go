@@ -139,7 +139,7 @@ func (s *Set) join(key string, n int64) (*entry, *shard, *semaphore.Semaphore) {
 	h, sh := s.shardOf(key)
 	t := sh.table.Load()
 	i := t.home(h)
-	if e := t.slots[i].Load(); e != nil && e != tombstone && e.hash.Load() == h && s.refFor(e, h, key) {
+	if e := t.slots[i].e.Load(); e != nil && e != tombstone && t.slots[i].hash.Load() == h && s.refFor(e, h, key) {
 		return e, sh, nil
 	}
 	if e := s.lookup(t, i, h, key); e != nil {
@@ -154,11 +154,11 @@ func (s *Set) join(key string, n int64) (*entry, *shard, *semaphore.Semaphore) {
 func (s *Set) lookup(t *table, i int, h uint32, key string) *entry {
 	n := len(t.slots)
 	for probes := 0; probes < n; probes++ {
-		e := t.slots[i].Load()
+		e := t.slots[i].e.Load()
 		if e == nil {
 			return nil
 		}
-		if e != tombstone && e.hash.Load() == h && s.refFor(e, h, key) {
+		if e != tombstone && t.slots[i].hash.Load() == h && s.refFor(e, h, key) {
 			return e
 		}
 		if i++; i == n {
