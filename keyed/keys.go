@@ -84,10 +84,10 @@ type entry struct {
 	refs atomic.Int32 // see the protocol above
 
 	// Set when the entry becomes a key's, under the shard's mutex, while refs
-	// is 0 (see the protocol). hash is atomic because readers that hold no
-	// reference read it; key is read only under a reference, or under the
-	// mutex.
-	hash atomic.Uint32 // beside refs: the entry is 128 bytes, its hot part one line
+	// is 0 (see the protocol), and read only under a reference or under the
+	// mutex: a probe compares its slot's copy of hash (table.go) before it
+	// takes one. hash is beside refs, so that the entry is 128 bytes.
+	hash atomic.Uint32
 	key  string
 
 	// acquired counts the key's calls granted since the entry became its key's:
