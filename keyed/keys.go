@@ -56,10 +56,12 @@ type shard struct {
 	// by the readings, which read each entry of the shard under it.
 	mu    sync.Mutex
 	table atomic.Pointer[table] // read without a lock; replaced under mu
-	// free keeps idle entries, with their semaphores and views, for keys that
-	// become active: a stream of short-lived keys then allocates nothing per
-	// key. Guarded by mu.
-	free []*entry
+	// free[:nfree] keeps idle entries, with their semaphores and views, for
+	// keys that become active: a stream of short-lived keys then allocates
+	// nothing per key. In the shard itself, so that no other shard's calls
+	// write its cache line. Guarded by mu.
+	free  [maxFree]*entry
+	nfree int
 
 	// Atomic; changed under mu, read without it.
 	active  atomic.Int64 // keys in the table
@@ -71,7 +73,9 @@ type shard struct {
 	// Atomic: the calls of the shard's keys that failed, by outcome (Stats).
 	timedOut, cancelled, rejected atomic.Uint64
 
-	_ [24]byte // the shards' hot words on separate cache lines
+	// A cache line less one word: no line holds words of two shards, wherever
+	// the array starts.
+	_ [56]byte
 }
 
 // An entry is one active key, or an idle one kept for another key. It holds
@@ -242,10 +246,10 @@ func (s *Set) paramsFor(key string) params {
 // in an idle entry if the shard keeps one. sh.mu must be held.
 func (s *Set) activate(sh *shard, h uint32, key string, p params) *entry {
 	var e *entry
-	if k := len(sh.free); k > 0 {
-		e = sh.free[k-1]
-		sh.free[k-1] = nil
-		sh.free = sh.free[:k-1]
+	if sh.nfree > 0 {
+		sh.nfree--
+		e = sh.free[sh.nfree]
+		sh.free[sh.nfree] = nil
 		if e.sem.Capacity() != p.capacity {
 			e.sem.Resize(p.capacity) // idle: no holder, no waiter to fail
 		}
@@ -334,8 +338,9 @@ func (s *Set) remove(sh *shard, h uint32, e *entry) {
 	if f, ok := e.second.(*flow); ok {
 		sh.weights.Add(-f.weight)
 	}
-	if s.broken.Load() == nil && len(sh.free) < maxFree && e.sem.Waiters() == 0 && e.sem.Available() == e.sem.Capacity() {
-		sh.free = append(sh.free, e)
+	if s.broken.Load() == nil && sh.nfree < maxFree && e.sem.Waiters() == 0 && e.sem.Available() == e.sem.Capacity() {
+		sh.free[sh.nfree] = e
+		sh.nfree++
 	}
 	// The Dekker pair with Drain: see drainedLocked.
 	if sh.active.Add(-1) == 0 && s.draining.Load() > 0 {

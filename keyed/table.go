@@ -34,6 +34,10 @@ type table struct {
 	slots []slot // fixed length
 	live  int    // entries; guarded by the shard's mutex
 	used  int    // entries and tombstones; guarded by the shard's mutex
+	// To 64 bytes, a size the allocator places on a cache line of its own:
+	// live and used change with every key made active or inactive, and no
+	// other shard's table is to share the line its readers load slots from.
+	_ [24]byte
 }
 
 // A slot holds an entry, a tombstone or nil, and the hash of the last entry
