@@ -19,7 +19,8 @@ import (
 // release), as one key's calls see the second level, and what the level knows
 // of the key's calls on their way through it. Each entry holds its key's view
 // (entry.second), made with the entry, and the set's methods call it without
-// asking what it is:
+// asking what it is, but for the hot path's lock-free attempt and release
+// (takeNow, giveBack, below):
 //
 //   - a global semaphore's view is the semaphore, with two counters of the
 //     key's own: the calls that may wait there, and the key's units they hold
