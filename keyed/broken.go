@@ -34,8 +34,8 @@ func (s *Set) Break(err error) {
 		sh := &s.shards[i]
 		sh.mu.Lock()
 		sh.table.Load().each(func(e *entry) { e.sem.Break(err) })
-		clear(sh.free)
-		sh.free = sh.free[:0]
+		clear(sh.free[:])
+		sh.nfree = 0
 		sh.mu.Unlock()
 	}
 	if s.limit != nil {

@@ -10,7 +10,7 @@ func (s *Set) MapState() (entries, slots, free int) {
 		t := sh.table.Load()
 		entries += t.live
 		slots += len(t.slots)
-		free += len(sh.free)
+		free += sh.nfree
 		sh.mu.Unlock()
 	}
 	return entries, slots, free

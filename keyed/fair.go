@@ -111,6 +111,14 @@ func (l *fairLimit) tryTake(n int64) bool {
 	}
 }
 
+// takeFree is tryTake's first attempt, small enough to be inlined into a
+// flow's Acquire: false when nobody waits and the units are free only if
+// another core changed the word meanwhile, and then tryTake retries.
+func (l *fairLimit) takeFree(n int64) bool {
+	st := l.state.Load()
+	return st&flagContended == 0 && st>>1 >= n && l.state.CompareAndSwap(st, st-n<<1)
+}
+
 // maxBackoff caps the scheduler yields after a failed swap.
 const maxBackoff = 8
 
@@ -131,11 +139,15 @@ func (l *fairLimit) takeLocked(n int64) bool {
 // release returns n units. mu must not be held.
 func (l *fairLimit) release(n int64) {
 	if l.state.Add(n<<1)&flagContended != 0 {
-		// Someone waits: the units go where dispatchLocked says (see the state word).
-		l.mu.Lock()
-		l.dispatchLocked()
-		l.mu.Unlock()
+		l.dispatch() // someone waits: the units go where dispatchLocked says (see the state word)
 	}
+}
+
+// dispatch is dispatchLocked taking mu.
+func (l *fairLimit) dispatch() {
+	l.mu.Lock()
+	l.dispatchLocked()
+	l.mu.Unlock()
 }
 
 // dispatchLocked grants the free units in the fair order: each grant goes to
@@ -165,7 +177,7 @@ func (l *fairLimit) dispatchLocked() {
 			l.vnow = tag
 		}
 		f.vfinish = tag + f.charge(w.n)
-		f.held.Add(w.n)
+		f.hold(w.n)
 		f.settleLocked(w, semaphore.Granted)
 	}
 	if l.broken == nil {

@@ -22,9 +22,11 @@ type flow struct {
 	weight    int64
 	guarantee int64
 
-	// held is the units granted to the key's calls and not given back. Atomic:
-	// changed without the lock on the limit's fast paths, read by the limit's
-	// choice (before).
+	// held is the units granted to the key's calls and not given back, counted
+	// only while the key has a guarantee (hold): the limit reads it only to
+	// tell whether a key is below its guarantee (before), which a key without
+	// one never is. 0 while the flow is idle. Atomic: changed without the lock
+	// on the limit's fast paths, read by the limit's choice.
 	held atomic.Int64
 	// The key's calls waiting, and their units. Atomic: changed under
 	// limit.mu, read without it (inFlight).
@@ -60,6 +62,14 @@ func (f *flow) activate(weight, guarantee int64) {
 	f.weight, f.guarantee, f.fresh = weight, guarantee, true
 }
 
+// hold adds n, negative when units are given back, to what the key holds, if
+// it has a guarantee (see held).
+func (f *flow) hold(n int64) {
+	if f.guarantee > 0 {
+		f.held.Add(n)
+	}
+}
+
 // charge is the virtual time n units take from the key.
 func (f *flow) charge(n int64) uint64 {
 	return uint64(n) * vscale / uint64(f.weight)
@@ -70,7 +80,7 @@ func (f *flow) TryAcquire(n int64) bool {
 	if !f.limit.tryTake(n) {
 		return false
 	}
-	f.held.Add(n)
+	f.hold(n)
 	return true
 }
 
@@ -100,11 +110,10 @@ func (f *flow) AcquireTimeout(d time.Duration, n int64) error {
 	return f.acquire(context.Background(), true, d, n)
 }
 
-// Release gives back n units granted to the key's calls.
+// Release gives back n units granted to the key's calls: once per grant, as
+// Units.Release does.
 func (f *flow) Release(n int64) {
-	if f.held.Add(-n) < 0 {
-		panic(f.limit.label + ": released more than was granted")
-	}
+	f.hold(-n)
 	f.limit.release(n)
 }
 
@@ -139,7 +148,7 @@ func (f *flow) acquire(ctx context.Context, timed bool, d time.Duration, n int64
 		return l.tooLarge(n, capacity)
 	case l.contending.Len() == 0 && l.takeLocked(n):
 		l.mu.Unlock()
-		f.held.Add(n)
+		f.hold(n)
 		if !f.kept(done, n, false) {
 			return f.failContext(ctx, n, 0, false)
 		}
@@ -217,7 +226,7 @@ func (f *flow) kept(done <-chan struct{}, n int64, charged bool) bool {
 		return true
 	}
 	l := f.limit
-	f.held.Add(-n)
+	f.hold(-n)
 	if !charged {
 		l.release(n)
 		return false

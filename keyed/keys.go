@@ -56,10 +56,12 @@ type shard struct {
 	// by the readings, which read each entry of the shard under it.
 	mu    sync.Mutex
 	table atomic.Pointer[table] // read without a lock; replaced under mu
-	// free keeps idle entries, with their semaphores and views, for keys that
-	// become active: a stream of short-lived keys then allocates nothing per
-	// key. Guarded by mu.
-	free []*entry
+	// free[:nfree] keeps idle entries, with their semaphores and views, for
+	// keys that become active: a stream of short-lived keys then allocates
+	// nothing per key. In the shard itself, so that no other shard's calls
+	// write its cache line. Guarded by mu.
+	free  [maxFree]*entry
+	nfree int
 
 	// Atomic; changed under mu, read without it.
 	active  atomic.Int64 // keys in the table
@@ -71,21 +73,25 @@ type shard struct {
 	// Atomic: the calls of the shard's keys that failed, by outcome (Stats).
 	timedOut, cancelled, rejected atomic.Uint64
 
-	_ [24]byte // the shards' hot words on separate cache lines
+	// A cache line less one word: no line holds words of two shards, wherever
+	// the array starts.
+	_ [56]byte
 }
 
 // An entry is one active key, or an idle one kept for another key. It holds
-// its key's semaphore, so that the two are one allocation of 128 bytes, and
-// what a call on the key writes (refs, acquired, the semaphore's state word)
-// and reads (hash, key, second) is in its first 64 bytes.
+// its key's semaphore, so that the two are one allocation of 128 bytes, which
+// the allocator places on a 128-byte boundary; what a call on the key writes
+// (refs, acquired, the semaphore's state word) and reads (hash, key, second,
+// the semaphore's capacity) is in its first 64 bytes, one cache line
+// (TestEntryLayout).
 type entry struct {
 	refs atomic.Int32 // see the protocol above
 
 	// Set when the entry becomes a key's, under the shard's mutex, while refs
-	// is 0 (see the protocol). hash is atomic because readers that hold no
-	// reference read it; key is read only under a reference, or under the
-	// mutex.
-	hash atomic.Uint64
+	// is 0 (see the protocol), and read only under a reference or under the
+	// mutex: a probe compares its slot's copy of hash (table.go) before it
+	// takes one. hash is beside refs, so that the entry is 128 bytes.
+	hash atomic.Uint32
 	key  string
 
 	// acquired counts the key's calls granted since the entry became its key's:
@@ -112,9 +118,16 @@ func (e *entry) ref() bool {
 	}
 }
 
+// hashOf returns key's hash: 32 bits, which choose its shard (the low bits)
+// and its home slot there (table.home), and which a reader compares before it
+// takes a reference on an entry.
+func (s *Set) hashOf(key string) uint32 {
+	return uint32(maphash.String(s.seed, key))
+}
+
 // shardOf returns key's hash and its shard.
-func (s *Set) shardOf(key string) (uint64, *shard) {
-	h := maphash.String(s.seed, key)
+func (s *Set) shardOf(key string) (uint32, *shard) {
+	h := s.hashOf(key)
 	return h, &s.shards[h%shardCount]
 }
 
@@ -127,11 +140,10 @@ func (s *Set) join(key string, n int64) (*entry, *shard, *semaphore.Semaphore) {
 	if s.label == "" || n < 0 {
 		s.misuse(key, n)
 	}
-	h := maphash.String(s.seed, key)
-	sh := &s.shards[h%shardCount]
+	h, sh := s.shardOf(key)
 	t := sh.table.Load()
 	i := t.home(h)
-	if e := t.slots[i].Load(); e != nil && e != tombstone && e.hash.Load() == h && s.refFor(e, h, key) {
+	if e := t.slots[i].e.Load(); e != nil && e != tombstone && t.slots[i].hash.Load() == h && s.refFor(e, h, key) {
 		return e, sh, nil
 	}
 	if e := s.lookup(t, i, h, key); e != nil {
@@ -143,14 +155,14 @@ func (s *Set) join(key string, n int64) (*entry, *shard, *semaphore.Semaphore) {
 
 // lookup returns key's entry, of hash h, with a reference taken, searching t
 // from slot i, or nil if it found none without the lock. See the protocol.
-func (s *Set) lookup(t *table, i int, h uint64, key string) *entry {
+func (s *Set) lookup(t *table, i int, h uint32, key string) *entry {
 	n := len(t.slots)
 	for probes := 0; probes < n; probes++ {
-		e := t.slots[i].Load()
+		e := t.slots[i].e.Load()
 		if e == nil {
 			return nil
 		}
-		if e != tombstone && e.hash.Load() == h && s.refFor(e, h, key) {
+		if e != tombstone && t.slots[i].hash.Load() == h && s.refFor(e, h, key) {
 			return e
 		}
 		if i++; i == n {
@@ -164,7 +176,7 @@ func (s *Set) lookup(t *table, i int, h uint64, key string) *entry {
 // whether it did. It checks the key under the reference it took: e may have
 // become another key's since the caller loaded it, and then the reference was
 // that key's, and is dropped.
-func (s *Set) refFor(e *entry, h uint64, key string) bool {
+func (s *Set) refFor(e *entry, h uint32, key string) bool {
 	if !e.ref() {
 		return false
 	}
@@ -177,7 +189,7 @@ func (s *Set) refFor(e *entry, h uint64, key string) bool {
 
 // joinSlow is join for a key that was not active, or whose entry was leaving,
 // when lookup looked.
-func (s *Set) joinSlow(sh *shard, h uint64, key string) (*entry, *semaphore.Semaphore) {
+func (s *Set) joinSlow(sh *shard, h uint32, key string) (*entry, *semaphore.Semaphore) {
 	if b := s.broken.Load(); b != nil {
 		return nil, b
 	}
@@ -232,12 +244,12 @@ func (s *Set) paramsFor(key string) params {
 
 // activate makes key, of hash h, active with parameters p and one reference,
 // in an idle entry if the shard keeps one. sh.mu must be held.
-func (s *Set) activate(sh *shard, h uint64, key string, p params) *entry {
+func (s *Set) activate(sh *shard, h uint32, key string, p params) *entry {
 	var e *entry
-	if k := len(sh.free); k > 0 {
-		e = sh.free[k-1]
-		sh.free[k-1] = nil
-		sh.free = sh.free[:k-1]
+	if sh.nfree > 0 {
+		sh.nfree--
+		e = sh.free[sh.nfree]
+		sh.free[sh.nfree] = nil
 		if e.sem.Capacity() != p.capacity {
 			e.sem.Resize(p.capacity) // idle: no holder, no waiter to fail
 		}
@@ -319,15 +331,16 @@ func (s *Set) leaveSlow(e *entry) {
 // remove takes e, of hash h, which has no reference left, out of its shard's
 // table, and keeps it for another key when its semaphore is idle and healthy.
 // sh.mu must be held.
-func (s *Set) remove(sh *shard, h uint64, e *entry) {
+func (s *Set) remove(sh *shard, h uint32, e *entry) {
 	sh.delete(h, e)
 	sh.retired += e.acquired
 	e.acquired = 0
 	if f, ok := e.second.(*flow); ok {
 		sh.weights.Add(-f.weight)
 	}
-	if s.broken.Load() == nil && len(sh.free) < maxFree && e.sem.Waiters() == 0 && e.sem.Available() == e.sem.Capacity() {
-		sh.free = append(sh.free, e)
+	if s.broken.Load() == nil && sh.nfree < maxFree && e.sem.Waiters() == 0 && e.sem.Available() == e.sem.Capacity() {
+		sh.free[sh.nfree] = e
+		sh.nfree++
 	}
 	// The Dekker pair with Drain: see drainedLocked.
 	if sh.active.Add(-1) == 0 && s.draining.Load() > 0 {

@@ -2,6 +2,7 @@ package keyed
 
 import (
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -25,4 +26,16 @@ func TestLookup_AnEntryThatBecameAnotherKeysIsNotTaken(t *testing.T) {
 	u.Release()
 	assert.Zero(t, s.activeKeys())
 	assert.False(t, s.refFor(e, e.hash.Load(), "b"), "an entry with no reference left is not in the table")
+}
+
+// An entry is 128 bytes, a size the allocator places on a 128-byte boundary,
+// and what a call on an active key touches is in its first 64 bytes: refs,
+// hash, key, acquired, second, and the semaphore's first two words (its state
+// and capacity, which its lock-free acquire and release read).
+func TestEntryLayout(t *testing.T) {
+	var e entry
+	assert.Equal(t, uintptr(128), unsafe.Sizeof(e), "the size of an entry")
+	assert.LessOrEqual(t, unsafe.Offsetof(e.sem)+16, uintptr(64), "the semaphore's state and capacity in the first cache line")
+	assert.Less(t, unsafe.Offsetof(e.second), unsafe.Offsetof(e.sem))
+	assert.Less(t, unsafe.Offsetof(e.acquired), unsafe.Offsetof(e.sem))
 }

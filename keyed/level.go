@@ -19,7 +19,8 @@ import (
 // release), as one key's calls see the second level, and what the level knows
 // of the key's calls on their way through it. Each entry holds its key's view
 // (entry.second), made with the entry, and the set's methods call it without
-// asking what it is:
+// asking what it is, but for the hot path's lock-free attempt and release
+// (takeNow, giveBack, below):
 //
 //   - a global semaphore's view is the semaphore, with two counters of the
 //     key's own: the calls that may wait there, and the key's units they hold
@@ -52,6 +53,38 @@ var (
 	_ level               = (*flow)(nil)
 	_ semaphore.Interface = (*flow)(nil)
 )
+
+// takeNow and giveBack are the hot path's way through the second level: the
+// set's acquire and Units.Release call them for a view that is not nil, so
+// that the lock-free code of either view is compiled into theirs rather than
+// reached through the interface. Each does what the view's own methods do.
+
+// takeNow takes n units of lv without waiting, for a call whose context never
+// ends, and reports whether it did. False decides nothing: the call goes on to
+// lv.Acquire.
+func takeNow(lv level, n int64) bool {
+	switch v := lv.(type) {
+	case *flow:
+		if v.limit.takeFree(n) {
+			v.hold(n)
+			return true
+		}
+	case *globalView:
+		return v.sem.TryAcquire(n)
+	}
+	return false
+}
+
+// giveBack is lv.Release(n).
+func giveBack(lv level, n int64) {
+	switch v := lv.(type) {
+	case *flow:
+		v.hold(-n)
+		v.limit.release(n)
+	case *globalView:
+		v.sem.Release(n)
+	}
+}
 
 // A globalView is one key's view of the global semaphore of WithGlobal.
 type globalView struct {

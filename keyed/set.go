@@ -181,7 +181,7 @@ func (s *Set) acquire(ctx context.Context, key string, n int64) (*entry, error) 
 		s.leave(e)
 		return nil, s.fail(sh, key, n, "", err)
 	}
-	if lv := e.second; lv != nil {
+	if lv := e.second; lv != nil && (ctx.Done() != nil || !takeNow(lv, n)) {
 		if err := lv.Acquire(ctx, n); err != nil {
 			return nil, s.abandon(e, sh, key, n, err)
 		}

@@ -1,20 +1,26 @@
 package keyed
 
 import (
-	"math/bits"
 	"sync/atomic"
 )
 
 // A table is a shard's active keys: open addressing with linear probing over
-// an array of entry pointers, read without a lock (Set.lookup) and changed
-// only under the shard's mutex.
+// an array of slots, each an entry pointer and the entry's hash, read without
+// a lock (Set.lookup) and changed only under the shard's mutex.
 //
 // A reader loads the table, then probes from the key's home slot: a nil slot
-// ends the search, a tombstone (a removed entry's slot) does not, and an entry
+// ends the search, a tombstone (a removed entry's slot) does not, a slot with
+// another hash is passed without reading its entry, and an entry in a slot
 // with the key's hash is the key's entry if a reference can be taken on it and
-// its key is the key (see the reference protocol in keys.go). Slots are
-// written one atomic store at a time, so a reader sees each slot as it was
-// before or after a change, never torn. A writer that would fill the array
+// its key is the key (see the reference protocol in keys.go). Each word of a
+// slot is written by one atomic store, so a reader sees each word as it was
+// before or after a change. A slot's two words may be of different moments:
+// insert stores the hash, then the entry, and a reader loads the entry, then
+// the hash, so a reader that sees an entry sees the hash stored with it or a
+// later slot's. A later hash that differs makes it pass an entry removed from
+// the slot since, which it could have missed by loading a moment later; a
+// later hash that matches sends it to the protocol, which checks the entry's
+// own hash and key under a reference. A writer that would fill the array
 // past maxLoad, or leave it nearly empty, builds a new table and stores it
 // whole: readers still probing the old one find what was in it, and an entry
 // removed since has no reference left, or serves another key, which the
@@ -25,9 +31,21 @@ import (
 // active and inactive over and over uses the same slot. Tombstones count as
 // used: the array is rebuilt, without them, when used slots reach maxLoad.
 type table struct {
-	slots []atomic.Pointer[entry] // fixed length
-	live  int                     // entries; guarded by the shard's mutex
-	used  int                     // entries and tombstones; guarded by the shard's mutex
+	slots []slot // fixed length
+	live  int    // entries; guarded by the shard's mutex
+	used  int    // entries and tombstones; guarded by the shard's mutex
+	// To 64 bytes, a size the allocator places on a cache line of its own:
+	// live and used change with every key made active or inactive, and no
+	// other shard's table is to share the line its readers load slots from.
+	_ [24]byte
+}
+
+// A slot holds an entry, a tombstone or nil, and the hash of the last entry
+// stored in it, which a probe compares before it reads the entry: passing
+// another key's entry costs no load of that entry's cache line.
+type slot struct {
+	hash atomic.Uint32
+	e    atomic.Pointer[entry]
 }
 
 // tombstone marks a slot whose entry was removed.
@@ -35,13 +53,13 @@ var tombstone = new(entry)
 
 // emptyTable is every shard's table until its first key: one nil slot, never
 // written.
-var emptyTable = &table{slots: make([]atomic.Pointer[entry], 1)}
+var emptyTable = &table{slots: make([]slot, 1)}
 
 const (
 	// A table is rebuilt when its used slots would pass maxLoad of its length,
 	// and when its entries fall to minLoad of it; a rebuilt table has its
-	// entries at newLoad. Between minLoad and maxLoad a table costs 10 to 80
-	// bytes per entry, about 13 at the load reached by growing.
+	// entries at newLoad. Between minLoad and maxLoad a table costs 20 to 160
+	// bytes per entry, about 26 at the load reached by growing.
 	maxLoadNum, maxLoadDen = 4, 5
 	minLoadDen             = 10
 	newLoadDen             = 2
@@ -51,21 +69,20 @@ const (
 // home returns the slot where the search for a key of hash h starts. The
 // shard was chosen by the hash's low bits; the product's high half depends on
 // all of them.
-func (t *table) home(h uint64) int {
-	hi, _ := bits.Mul64(h, uint64(len(t.slots)))
-	return int(hi)
+func (t *table) home(h uint32) int {
+	return int(uint64(h) * uint64(len(t.slots)) >> 32)
 }
 
 // find returns the entry of key, of hash h, or nil. The shard's mutex must be
 // held.
-func (t *table) find(h uint64, key string) *entry {
+func (t *table) find(h uint32, key string) *entry {
 	n := len(t.slots)
 	for i, probes := t.home(h), 0; probes < n; probes++ {
-		e := t.slots[i].Load()
+		e := t.slots[i].e.Load()
 		if e == nil {
 			return nil
 		}
-		if e != tombstone && e.hash.Load() == h && e.key == key {
+		if e != tombstone && t.slots[i].hash.Load() == h && e.key == key {
 			return e
 		}
 		if i++; i == n {
@@ -78,7 +95,7 @@ func (t *table) find(h uint64, key string) *entry {
 // each calls f for every entry. The shard's mutex must be held.
 func (t *table) each(f func(*entry)) {
 	for i := range t.slots {
-		if e := t.slots[i].Load(); e != nil && e != tombstone {
+		if e := t.slots[i].e.Load(); e != nil && e != tombstone {
 			f(e)
 		}
 	}
@@ -86,20 +103,21 @@ func (t *table) each(f func(*entry)) {
 
 // insert puts e, of hash h, whose key is not in the table, into the shard's
 // table. sh.mu must be held.
-func (sh *shard) insert(h uint64, e *entry) {
+func (sh *shard) insert(h uint32, e *entry) {
 	t := sh.table.Load()
 	if (t.used+1)*maxLoadDen > len(t.slots)*maxLoadNum {
 		t = sh.rebuild(t.live + 1)
 	}
 	n := len(t.slots)
 	for i := t.home(h); ; {
-		switch x := t.slots[i].Load(); x {
+		switch x := t.slots[i].e.Load(); x {
 		case nil:
 			t.used++
 			fallthrough
 		case tombstone:
 			t.live++
-			t.slots[i].Store(e)
+			t.slots[i].hash.Store(h) // before the entry (see above)
+			t.slots[i].e.Store(e)
 			return
 		}
 		if i++; i == n {
@@ -110,11 +128,11 @@ func (sh *shard) insert(h uint64, e *entry) {
 
 // delete replaces e, of hash h, in the shard's table by a tombstone, and
 // rebuilds a table left nearly empty. sh.mu must be held.
-func (sh *shard) delete(h uint64, e *entry) {
+func (sh *shard) delete(h uint32, e *entry) {
 	t := sh.table.Load()
 	n := len(t.slots)
 	for i := t.home(h); ; {
-		if t.slots[i].Load() == e {
+		if t.slots[i].e.Load() == e {
 			t.live--
 			t.clear(i)
 			break
@@ -137,19 +155,19 @@ func (sh *shard) delete(h uint64, e *entry) {
 // no tombstones behind. The shard's mutex must be held.
 func (t *table) clear(i int) {
 	n := len(t.slots)
-	if t.slots[(i+1)%n].Load() != nil {
-		t.slots[i].Store(tombstone)
+	if t.slots[(i+1)%n].e.Load() != nil {
+		t.slots[i].e.Store(tombstone)
 		return
 	}
-	for t.slots[i].Store(nil); ; {
+	for t.slots[i].e.Store(nil); ; {
 		t.used--
 		if i--; i < 0 {
 			i = n - 1
 		}
-		if t.slots[i].Load() != tombstone {
+		if t.slots[i].e.Load() != tombstone {
 			return
 		}
-		t.slots[i].Store(nil)
+		t.slots[i].e.Store(nil)
 	}
 }
 
@@ -158,20 +176,22 @@ func (t *table) clear(i int) {
 // it. sh.mu must be held.
 func (sh *shard) rebuild(entries int) *table {
 	old := sh.table.Load()
-	t := &table{slots: make([]atomic.Pointer[entry], max(entries*newLoadDen, minSlots))}
+	t := &table{slots: make([]slot, max(entries*newLoadDen, minSlots))}
 	n := len(t.slots)
 	for i := range old.slots {
-		e := old.slots[i].Load()
+		e := old.slots[i].e.Load()
 		if e == nil || e == tombstone {
 			continue
 		}
-		j := t.home(e.hash.Load())
-		for t.slots[j].Load() != nil {
+		h := e.hash.Load()
+		j := t.home(h)
+		for t.slots[j].e.Load() != nil {
 			if j++; j == n {
 				j = 0
 			}
 		}
-		t.slots[j].Store(e)
+		t.slots[j].hash.Store(h)
+		t.slots[j].e.Store(e)
 		t.live++
 	}
 	t.used = t.live

@@ -42,7 +42,7 @@ func (u *Units) Release() {
 	}
 	n, e := v-1, u.e
 	if lv := e.second; lv != nil {
-		lv.Release(n)
+		giveBack(lv, n)
 	}
 	e.sem.Release(n)
 	if !e.unref() {
