@@ -5,17 +5,13 @@ package etcdsem
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/fairsem/semaphore"
 	"github.com/fairsem/semaphore/internal/fulltest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -23,89 +19,36 @@ import (
 	"go.uber.org/zap"
 )
 
-// blockLoad runs callers on block-mode handles until stopped, and checks the
-// bound as the callers see it: every caller adds its units to one counter
-// when granted and takes them off before releasing, or as soon as Lost
-// closes, so the counter is at least the units held by callers that have not
-// been told of a loss, and must never exceed the capacity.
+// blockLoad is a faultLoad on block-mode handles, on one bound: the
+// semaphore's capacity.
 type blockLoad struct {
-	t        *testing.T
-	capacity int64
-	log      *grantLog
-	stop     chan struct{}
-	wg       sync.WaitGroup
-	inUse    atomic.Int64
-	grants   atomic.Int64
-	failed   atomic.Int64
-	lost     atomic.Int64
+	*faultLoad
+	sems []*Semaphore
 }
 
 func startBlockLoad(t *testing.T, ctx context.Context, capacity int64, log *grantLog, sems []*Semaphore, perHandle int) *blockLoad {
-	l := &blockLoad{t: t, capacity: capacity, log: log, stop: make(chan struct{})}
+	l := &blockLoad{faultLoad: newFaultLoad(t, log, 2*time.Millisecond), sems: sems}
+	b := &loadBound{what: "the semaphore", capacity: capacity}
 	for i := range len(sems) * perHandle {
-		l.wg.Add(1)
-		go l.caller(ctx, sems[i%len(sems)], int64(1+i%3))
+		s, n := sems[i%len(sems)], int64(1+i%3)
+		l.start(ctx, func(ctx context.Context, _ int) (*Units, int64, *loadBound, error) {
+			u, err := s.Acquire(ctx, n)
+			return u, n, b, err
+		})
 	}
 	return l
 }
 
-func (l *blockLoad) caller(ctx context.Context, s *Semaphore, n int64) {
-	defer l.wg.Done()
-	for {
-		select {
-		case <-l.stop:
-			return
-		default:
-		}
-		actx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		u, err := s.Acquire(actx, n)
-		cancel()
-		if err != nil {
-			if !errors.Is(err, ErrLost) && !errors.Is(err, semaphore.ErrTimedOut) {
-				assert.NoError(l.t, err)
-				return
-			}
-			l.failed.Add(1)
-			continue
-		}
-		l.log.add(u)
-		if now := l.inUse.Add(n); now > l.capacity {
-			l.t.Errorf("bound: callers hold %d units, capacity %d", now, l.capacity)
-		}
-		select {
-		case <-u.Lost():
-			l.lost.Add(1)
-		case <-time.After(2 * time.Millisecond): // the critical section
-		}
-		l.inUse.Add(-n)
-		l.grants.Add(1)
-		for {
-			rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			err := u.Release(rctx)
-			cancel()
-			if err == nil || errors.Is(err, ErrLost) || ctx.Err() != nil {
-				break
-			}
-		}
-	}
-}
-
-// progress waits until the load has made n more grants.
+// progress waits until the load has made n more grants on sems.
 func (l *blockLoad) progress(what string, sems []*Semaphore, n int64) {
 	l.t.Helper()
-	from := l.grants.Load()
-	if !assert.Eventually(l.t, func() bool { return l.grants.Load() >= from+n }, 60*time.Second, 10*time.Millisecond, "no progress %s", what) {
+	l.faultLoad.progress(what, n, func() string {
+		var out string
 		for _, s := range sems {
-			l.t.Log(s.debugState() + s.pool.debugState())
+			out += s.debugState() + s.pool.debugState()
 		}
-		l.t.FailNow()
-	}
-}
-
-func (l *blockLoad) end() {
-	close(l.stop)
-	l.wg.Wait()
-	l.t.Logf("%d grants, %d acquires failed by faults, %d holders told of a loss", l.grants.Load(), l.failed.Load(), l.lost.Load())
+		return out
+	})
 }
 
 func TestBlocks_LeaderKillStopAndMemberKillKeepTheBoundUnderLoad(t *testing.T) {
@@ -297,20 +240,6 @@ func TestBlocks_ClientProcessSIGKILLGivesTheUnitsBackAfterTheTTL(t *testing.T) {
 	t.Logf("served %v after the client process was killed", time.Since(killed).Round(time.Millisecond))
 	assert.Equal(t, int64(capacity), u.Count())
 	require.NoError(t, u.Release(ctx))
-}
-
-// debugState describes the pool, for failing tests.
-func (p *blockPool) debugState() string {
-	waiters, awaited, largest := p.waiting.read()
-	p.ledger.mu.Lock()
-	defer p.ledger.mu.Unlock()
-	u, ep := p.usageLocked(), p.ep.Load()
-	out := fmt.Sprintf("  pool: %+v free %d, capacity %d reserve %d grants %v, %d retired; waiting %d units in %d (largest %d), requested %d, contended %v\n",
-		u, u.free(), ep.local.Capacity(), ep.reserve, ep.grants(), len(p.ledger.retired), awaited, waiters, largest, p.ledger.requested, p.contended.Load())
-	for _, b := range p.ledger.blocks {
-		out += fmt.Sprintf("  block %d kept %d remote %d\n", b.token, b.kept, b.remote)
-	}
-	return out
 }
 
 // blockCount returns the number of p's blocks.

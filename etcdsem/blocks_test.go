@@ -811,3 +811,17 @@ func TestBlocks_TryAcquireErrorsNameTheCallersUnits(t *testing.T) {
 	o, _ := semaphore.OutcomeOf(err)
 	assert.Equal(t, semaphore.Cancelled, o)
 }
+
+// debugState describes the pool, for failing tests.
+func (p *blockPool) debugState() string {
+	waiters, awaited, largest := p.waiting.read()
+	p.ledger.mu.Lock()
+	defer p.ledger.mu.Unlock()
+	u, ep := p.usageLocked(), p.ep.Load()
+	out := fmt.Sprintf("  pool: %+v free %d, capacity %d reserve %d grants %v, %d retired; waiting %d units in %d (largest %d), requested %d, contended %v\n",
+		u, u.free(), ep.local.Capacity(), ep.reserve, ep.grants(), len(p.ledger.retired), awaited, waiters, largest, p.ledger.requested, p.contended.Load())
+	for _, b := range p.ledger.blocks {
+		out += fmt.Sprintf("  block %d kept %d remote %d\n", b.token, b.kept, b.remote)
+	}
+	return out
+}

@@ -151,14 +151,7 @@ func TestCluster_LeaderKillAndStopKeepCheckerCleanAndProgress(t *testing.T) {
 				}
 				log.add(u)
 				grants.Add(1)
-				for {
-					rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-					err := u.Release(rctx)
-					cancel()
-					if err == nil || errors.Is(err, ErrLost) || ctx.Err() != nil {
-						break
-					}
-				}
+				releaseUntilDone(ctx, u)
 			}
 		}()
 	}

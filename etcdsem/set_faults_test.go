@@ -6,17 +6,14 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/fairsem/semaphore"
 	"github.com/fairsem/semaphore/internal/fulltest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -24,98 +21,42 @@ import (
 	"go.uber.org/zap"
 )
 
-// setLoad runs callers on Sets until stopped, each taking keys at random,
-// and checks each key's bound as the callers see it: a caller adds its units
-// to its key's counter when granted and takes them off before releasing, or
-// as soon as Lost closes, so the counter is at least the units held by
-// callers not told of a loss, and must never exceed the key's capacity.
+// setLoad is a faultLoad on Sets, each caller taking keys in turn, each key
+// its own bound.
 type setLoad struct {
-	t       *testing.T
-	capOf   func(string) int64
-	keys    []string
-	log     *grantLog
-	stop    chan struct{}
-	wg      sync.WaitGroup
-	inUse   map[string]*atomic.Int64
-	grants  atomic.Int64
-	failed  atomic.Int64
-	lost    atomic.Int64
-	perCall time.Duration // the bound of each acquire
+	*faultLoad
 }
 
 func startSetLoad(t *testing.T, ctx context.Context, capOf func(string) int64, keys int, log *grantLog, sets []*Set, perSet int) *setLoad {
-	l := &setLoad{t: t, capOf: capOf, log: log, stop: make(chan struct{}), inUse: map[string]*atomic.Int64{}, perCall: 10 * time.Second}
-	for i := range keys {
+	l := &setLoad{faultLoad: newFaultLoad(t, log, time.Millisecond)}
+	bounds := make([]*loadBound, keys)
+	for i := range bounds {
 		k := "tenant-" + strconv.Itoa(i)
-		l.keys = append(l.keys, k)
-		l.inUse[k] = new(atomic.Int64)
+		bounds[i] = &loadBound{what: strconv.Quote(k), capacity: capOf(k)}
 	}
 	for i := range len(sets) * perSet {
-		l.wg.Add(1)
-		go l.caller(ctx, sets[i%len(sets)], i)
+		s := sets[i%len(sets)]
+		l.start(ctx, func(ctx context.Context, r int) (*Units, int64, *loadBound, error) {
+			b := bounds[(i*7+r*13)%keys]
+			key := "tenant-" + strconv.Itoa((i*7+r*13)%keys)
+			n := 1 + int64(i+r)%b.capacity
+			u, err := s.Acquire(ctx, key, n)
+			return u, n, b, err
+		})
 	}
 	return l
 }
 
-func (l *setLoad) caller(ctx context.Context, s *Set, i int) {
-	defer l.wg.Done()
-	for r := 0; ; r++ {
-		select {
-		case <-l.stop:
-			return
-		default:
-		}
-		k := l.keys[(i*7+r*13)%len(l.keys)]
-		n := 1 + int64(i+r)%l.capOf(k)
-		actx, cancel := context.WithTimeout(ctx, l.perCall)
-		u, err := s.Acquire(actx, k, n)
-		cancel()
-		if err != nil {
-			if !errors.Is(err, ErrLost) && !errors.Is(err, semaphore.ErrTimedOut) {
-				assert.NoError(l.t, err)
-				return
-			}
-			l.failed.Add(1)
-			continue
-		}
-		l.log.add(u)
-		if now := l.inUse[k].Add(n); now > l.capOf(k) {
-			l.t.Errorf("bound of %q: callers hold %d units, capacity %d", k, now, l.capOf(k))
-		}
-		select {
-		case <-u.Lost():
-			l.lost.Add(1)
-		case <-time.After(time.Millisecond): // the critical section
-		}
-		l.inUse[k].Add(-n)
-		l.grants.Add(1)
-		for {
-			rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			err := u.Release(rctx)
-			cancel()
-			if err == nil || errors.Is(err, ErrLost) || ctx.Err() != nil {
-				break
-			}
-		}
-	}
-}
-
-// progress waits until the load has made n more grants.
+// progress waits until the load has made n more grants on sets.
 func (l *setLoad) progress(what string, sets []*Set, n int64) {
 	l.t.Helper()
-	from := l.grants.Load()
-	if !assert.Eventually(l.t, func() bool { return l.grants.Load() >= from+n }, 60*time.Second, 10*time.Millisecond, "no progress %s", what) {
+	l.faultLoad.progress(what, n, func() string {
+		var out string
 		for _, s := range sets {
-			l.t.Log(s.debugState())
+			out += s.debugState()
 		}
-		l.t.FailNow()
-	}
-}
-
-func (l *setLoad) end() {
-	close(l.stop)
-	l.wg.Wait()
-	l.t.Logf("%d grants, %d acquires failed by faults, %d holders told of a loss", l.grants.Load(), l.failed.Load(), l.lost.Load())
+		return out
+	})
 }
 
 func TestSet_LeaderKillStopAndMemberKillKeepEveryKeysBound(t *testing.T) {

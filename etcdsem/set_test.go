@@ -533,3 +533,33 @@ func TestSet_AKeyDroppedFromMemoryAppliesNoLateEvent(t *testing.T) {
 	assert.False(t, applied, "a dropped entry applies nothing (it would take the new holder's key for an orphan of its lease, and delete it)")
 	require.NoError(t, u.Release(ctx))
 }
+
+func TestSet_RangeLimitsOfUnitsAndCapacity(t *testing.T) {
+	ep := sharedEndpoint(t)
+	name := testName(t)
+	capOf := capacities(map[string]int64{"none": 0, "most": semaphore.MaxUnits}, 1)
+	log := &grantLog{}
+	checkSetHistoryAtEnd(t, ep, name, capOf, log)
+	s := newSet(t, newClient(t, ep), name, capOf)
+	ctx := testCtx(t, 20*time.Second)
+
+	// A capacity of 0 grants 0 units and refuses one, before any RPC.
+	_, err := s.Acquire(ctx, "none", 1)
+	require.ErrorIs(t, err, semaphore.ErrTooLarge)
+	z, err := s.Acquire(ctx, "none", 0)
+	require.NoError(t, err, "0 units fit any capacity")
+	log.add(z)
+	assert.Zero(t, z.Count())
+	// The largest capacity grants all of it, then nothing more at once.
+	all, err := s.Acquire(ctx, "most", semaphore.MaxUnits)
+	require.NoError(t, err)
+	log.add(all)
+	assert.Equal(t, int64(semaphore.MaxUnits), all.Count())
+	_, ok, err := s.TryAcquire(ctx, "most", 1)
+	require.NoError(t, err)
+	assert.False(t, ok)
+	assert.Panics(t, func() { _, _ = s.Acquire(ctx, "most", semaphore.MaxUnits+1) }, "above MaxUnits is a programmer error")
+	require.NoError(t, all.Release(ctx))
+	require.NoError(t, z.Release(ctx))
+	assert.NoError(t, all.Release(ctx), "Release after Release is nil")
+}
