@@ -8,7 +8,7 @@ func (s *Set) MapState() (entries, slots, free int) {
 		sh := &s.shards[i]
 		sh.mu.Lock()
 		t := sh.table.Load()
-		entries += t.live
+		entries += sh.live
 		slots += len(t.slots)
 		free += sh.nfree
 		sh.mu.Unlock()

@@ -56,6 +56,9 @@ type shard struct {
 	// by the readings, which read each entry of the shard under it.
 	mu    sync.Mutex
 	table atomic.Pointer[table] // read without a lock; replaced under mu
+	// live counts the table's entries, used its entries and tombstones (see
+	// table.go). Guarded by mu.
+	live, used int
 	// free[:nfree] keeps idle entries, with their semaphores and views, for
 	// keys that become active: a stream of short-lived keys then allocates
 	// nothing per key. In the shard itself, so that no other shard's calls

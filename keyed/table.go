@@ -29,15 +29,15 @@ import (
 //
 // Inserting reuses the first tombstone on the key's probe path, so a key made
 // active and inactive over and over uses the same slot. Tombstones count as
-// used: the array is rebuilt, without them, when used slots reach maxLoad.
+// used (shard.used): the array is rebuilt, without them, when used slots reach
+// maxLoad.
 type table struct {
-	slots []slot // fixed length
-	live  int    // entries; guarded by the shard's mutex
-	used  int    // entries and tombstones; guarded by the shard's mutex
+	slots []slot // fixed length; the table's counts are its shard's
 	// To 64 bytes, a size the allocator places on a cache line of its own:
-	// live and used change with every key made active or inactive, and no
-	// other shard's table is to share the line its readers load slots from.
-	_ [24]byte
+	// nothing written shares the line every reader loads, so the line stays
+	// in each core's cache while keys come and go (the counts that change
+	// with each of them are in the shard, whose mutex line they write anyway).
+	_ [40]byte
 }
 
 // A slot holds an entry, a tombstone or nil, and the hash of the last entry
@@ -105,17 +105,17 @@ func (t *table) each(f func(*entry)) {
 // table. sh.mu must be held.
 func (sh *shard) insert(h uint32, e *entry) {
 	t := sh.table.Load()
-	if (t.used+1)*maxLoadDen > len(t.slots)*maxLoadNum {
-		t = sh.rebuild(t.live + 1)
+	if (sh.used+1)*maxLoadDen > len(t.slots)*maxLoadNum {
+		t = sh.rebuild(sh.live + 1)
 	}
 	n := len(t.slots)
 	for i := t.home(h); ; {
 		switch x := t.slots[i].e.Load(); x {
 		case nil:
-			t.used++
+			sh.used++
 			fallthrough
 		case tombstone:
-			t.live++
+			sh.live++
 			t.slots[i].hash.Store(h) // before the entry (see above)
 			t.slots[i].e.Store(e)
 			return
@@ -133,39 +133,39 @@ func (sh *shard) delete(h uint32, e *entry) {
 	n := len(t.slots)
 	for i := t.home(h); ; {
 		if t.slots[i].e.Load() == e {
-			t.live--
-			t.clear(i)
+			sh.live--
+			sh.used -= t.clear(i)
 			break
 		}
 		if i++; i == n {
 			i = 0
 		}
 	}
-	if t.live*minLoadDen < n && n > minSlots {
-		sh.rebuild(t.live)
+	if sh.live*minLoadDen < n && n > minSlots {
+		sh.rebuild(sh.live)
 	}
 }
 
 // clear empties slot i, whose entry was removed: with a tombstone if a search
 // may pass it to reach an entry further on, else with nil, and then the
-// tombstones just before it too. A search passes slot i only if slot i+1 is
+// tombstones just before it too; it returns the slots it made nil. A search passes slot i only if slot i+1 is
 // not nil: every slot between an entry's home and the entry was taken when the
 // entry was inserted, and a slot once taken becomes nil again only here, when
 // no search needs it. So a key made active and inactive over and over leaves
 // no tombstones behind. The shard's mutex must be held.
-func (t *table) clear(i int) {
+func (t *table) clear(i int) (freed int) {
 	n := len(t.slots)
 	if t.slots[(i+1)%n].e.Load() != nil {
 		t.slots[i].e.Store(tombstone)
-		return
+		return 0
 	}
 	for t.slots[i].e.Store(nil); ; {
-		t.used--
+		freed++
 		if i--; i < 0 {
 			i = n - 1
 		}
 		if t.slots[i].e.Load() != tombstone {
-			return
+			return freed
 		}
 		t.slots[i].e.Store(nil)
 	}
@@ -192,9 +192,8 @@ func (sh *shard) rebuild(entries int) *table {
 		}
 		t.slots[j].hash.Store(h)
 		t.slots[j].e.Store(e)
-		t.live++
 	}
-	t.used = t.live
+	sh.used = sh.live
 	sh.table.Store(t)
 	return t
 }

@@ -69,7 +69,7 @@ func (s *Set) tables() []tableState {
 		sh := &s.shards[i]
 		sh.mu.Lock()
 		t := sh.table.Load()
-		ts = append(ts, tableState{len(t.slots), t.used, t.live})
+		ts = append(ts, tableState{len(t.slots), sh.used, sh.live})
 		sh.mu.Unlock()
 	}
 	return ts
