@@ -235,7 +235,8 @@ func measure(sc scenario, l namedLimiter, tenants []tenant, seed uint64) outcome
 	if h, ok := lim.(counting); ok {
 		heldBy, waitersOf = h.heldBy, h.waitersOf
 	}
-	var mu sync.Mutex // guards res's waits, served and the return fields
+	var mu sync.Mutex        // guards res's waits, served and the return fields
+	var releaseMu sync.Mutex // return: one release counted at a time
 	start := time.Now()
 	end := start.Add(*length)
 	warm := start.Add(*length / 5) // the window starts when the backlogs have built up
@@ -295,8 +296,12 @@ func measure(sc scenario, l namedLimiter, tenants []tenant, seed uint64) outcome
 						}
 						mu.Unlock()
 					}
-					x := b.released.Add(n)
 					if o := owner; o >= 0 && heldBy != nil {
+						// Releases are counted one at a time, each with its own
+						// grants: two releases counted at once could see each
+						// other's grants and count one unit too many or too few.
+						releaseMu.Lock()
+						x := b.released.Add(n)
 						// The owner's burst is in progress (waiting, or granted
 						// meanwhile): units released from here on count.
 						mu.Lock()
@@ -304,17 +309,19 @@ func measure(sc scenario, l namedLimiter, tenants []tenant, seed uint64) outcome
 							res[o].returnAt = x - 1
 						}
 						mu.Unlock()
-					}
-					release()
-					// The release's own grants are made when release returns: the
-					// first that leaves the owner holding its guarantee is where
-					// the guarantee came back, counted in units released.
-					if o := owner; o >= 0 && heldBy != nil {
+						release()
+						// The release's own grants are made when release returns: the
+						// first that leaves the owner holding its guarantee is where
+						// the guarantee came back, counted in units released.
 						mu.Lock()
 						if res[o].returnGot < 0 && res[o].returnAt >= 0 && heldBy(tenants[o].name) >= tenants[o].guarantee {
 							res[o].returnGot = x
 						}
 						mu.Unlock()
+						releaseMu.Unlock()
+					} else {
+						b.released.Add(n)
+						release()
 					}
 				})
 			}
