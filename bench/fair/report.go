@@ -112,8 +112,12 @@ func report(w io.Writer, all [][]outcome) (exceeded bool) {
 					spanOf(collect(runs, func(o outcome) float64 { _, gap := o.timeShares(); return gap })).format(pct))
 			}
 			if i > 0 && strings.HasSuffix(first.limiter, ", alone") {
+				var ratios []float64 // each run's: beside the others (the outcome before) over alone
+				for _, rs := range all {
+					ratios = append(ratios, latencyRatio(rs[i-1], rs[i]))
+				}
 				fmt.Fprintf(w, "  %s's p99 latency beside the others over alone: %s (goal 1.2x)\n", first.tenants[0].name,
-					spanOf(collect(runs, func(o outcome) float64 { return latencyRatio(all[0][i-1], o) })).format(times))
+					spanOf(ratios).format(times))
 			}
 		}
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 )
@@ -32,4 +33,28 @@ func TestReport_ExceededWhenAnyRunExceeded(t *testing.T) {
 	out.Reset()
 	assert.True(t, report(&out, [][]outcome{run(0), run(3)}))
 	assert.Contains(t, out.String(), "EXCEEDED 3 times")
+}
+
+// TestReport_LatencyRatioPairsEachRunWithItself checks that the light
+// tenant's ratio divides each run's p99 beside the others by the same run's
+// p99 alone: one slow run beside the others is one ratio, not every one.
+func TestReport_LatencyRatioPairsEachRunWithItself(t *testing.T) {
+	run := func(beside, alone time.Duration) []outcome {
+		return []outcome{
+			{scenario: "mixedlight", limiter: "l", maxInService: 8, tenants: []tenantResult{
+				{tenant: tenant{name: "heavy", weight: 1, backlog: true}, latencies: []time.Duration{time.Second}},
+				{tenant: tenant{name: "light", weight: 1}, latencies: []time.Duration{beside}},
+			}},
+			{scenario: "mixedlight", limiter: "l, alone", maxInService: 8, tenants: []tenantResult{
+				{tenant: tenant{name: "light", weight: 1}, latencies: []time.Duration{alone}},
+			}},
+		}
+	}
+	var out strings.Builder
+	report(&out, [][]outcome{
+		run(60*time.Millisecond, 30*time.Millisecond), // 2x
+		run(33*time.Millisecond, 30*time.Millisecond), // 1.1x
+		run(36*time.Millisecond, 30*time.Millisecond), // 1.2x
+	})
+	assert.Contains(t, out.String(), "light's p99 latency beside the others over alone: 1.20x [1.10x–2.00x]")
 }
