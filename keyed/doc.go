@@ -81,7 +81,10 @@
 // holding 3 units and asking for 7 more), where the limit cannot see them, or
 // it may have had no call for a while. A key that was served more pays it
 // back. A key made active anew starts at the set's virtual time: it owes
-// nothing and is owed nothing. Grants made while nobody waits at the limit
+// nothing and is owed nothing. A key is active while it holds or waits for
+// units, so a light key that pauses until it holds nothing loses what it was
+// owed: its next calls, when several queue, take turns with a backlogged key's
+// rather than going first. Grants made while nobody waits at the limit
 // advance nothing, and a grant given back because the call's context ended as
 // it was made moves its key's virtual time back.
 //
