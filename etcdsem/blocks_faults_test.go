@@ -70,30 +70,7 @@ func TestBlocks_LeaderKillStopAndMemberKillKeepTheBoundUnderLoad(t *testing.T) {
 	load := startBlockLoad(t, ctx, capacity, log, sems, 4)
 	load.progress("at the start", sems, 200)
 
-	l := leader(t, procs)
-	l.kill()
-	load.progress("after killing the leader", sems, 200)
-	l.start()
-	waitHealthy(t, procs...)
-	load.progress("after restarting the old leader", sems, 200)
-
-	l = leader(t, procs)
-	l.stop()
-	load.progress("with the leader stopped", sems, 200)
-	l.cont()
-	load.progress("after the leader resumed", sems, 200)
-
-	var follower *etcdProc
-	for _, p := range procs {
-		if p != leader(t, procs) {
-			follower = p
-		}
-	}
-	follower.kill()
-	load.progress("after killing a follower", sems, 200)
-	follower.start()
-	waitHealthy(t, procs...)
-	load.progress("after restarting the follower", sems, 200)
+	clusterFaults(t, procs, true, func(what string) { load.progress(what, sems, 200) })
 	load.end()
 	checkHistory(t, sems[0].sess.cli, name, log)
 }

@@ -117,3 +117,39 @@ func (l *faultLoad) end() {
 	l.wg.Wait()
 	l.t.Logf("%d grants, %d acquires failed by faults, %d holders told of a loss", l.grants.Load(), l.failed.Load(), l.lost.Load())
 }
+
+// clusterFaults runs the member faults of a cluster under load, calling
+// progress after each: the leader SIGKILLed, then restarted; the leader
+// SIGSTOPped, then resumed; and, with follower, a follower SIGKILLed, then
+// restarted.
+func clusterFaults(t *testing.T, procs []*etcdProc, follower bool, progress func(what string)) {
+	l := leader(t, procs)
+	l.kill()
+	progress("after killing the leader")
+	l.start()
+	waitHealthy(t, procs...)
+	progress("after restarting the old leader")
+
+	l = leader(t, procs)
+	l.stop()
+	progress("with the leader stopped")
+	l.cont()
+	progress("after the leader resumed")
+	if !follower {
+		return
+	}
+
+	l = leader(t, procs)
+	var f *etcdProc
+	for _, p := range procs {
+		if p != l {
+			f = p
+			break
+		}
+	}
+	f.kill()
+	progress("after killing a follower")
+	f.start()
+	waitHealthy(t, procs...)
+	progress("after restarting the follower")
+}

@@ -167,18 +167,7 @@ func TestCluster_LeaderKillAndStopKeepCheckerCleanAndProgress(t *testing.T) {
 	}
 	progress("at the start")
 
-	l := leader(t, procs)
-	l.kill()
-	progress("after killing the leader")
-	l.start()
-	waitHealthy(t, procs...)
-	progress("after restarting the old leader")
-
-	l = leader(t, procs)
-	l.stop()
-	progress("with the leader stopped")
-	l.cont()
-	progress("after the leader resumed")
+	clusterFaults(t, procs, false, progress)
 
 	close(stop)
 	wg.Wait()

@@ -78,31 +78,7 @@ func TestSet_LeaderKillStopAndMemberKillKeepEveryKeysBound(t *testing.T) {
 	load := startSetLoad(t, ctx, capOf, 40, log, sets, 4)
 	load.progress("at the start", sets, 50)
 
-	l := leader(t, procs)
-	l.kill()
-	load.progress("after killing the leader", sets, 50)
-	l.start()
-	waitHealthy(t, procs...)
-	load.progress("after restarting the old leader", sets, 50)
-
-	l = leader(t, procs)
-	l.stop()
-	load.progress("with the leader stopped", sets, 50)
-	l.cont()
-	load.progress("after the leader resumed", sets, 50)
-
-	var follower *etcdProc
-	for _, p := range procs {
-		if p != leader(t, procs) {
-			follower = p
-			break
-		}
-	}
-	follower.kill()
-	load.progress("after killing a follower", sets, 50)
-	follower.start()
-	waitHealthy(t, procs...)
-	load.progress("after restarting the follower", sets, 50)
+	clusterFaults(t, procs, true, func(what string) { load.progress(what, sets, 50) })
 	load.end()
 
 	n := checkSetHistory(t, processClient(t, eps...), name, capOf, log)
