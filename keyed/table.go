@@ -148,11 +148,12 @@ func (sh *shard) delete(h uint32, e *entry) {
 
 // clear empties slot i, whose entry was removed: with a tombstone if a search
 // may pass it to reach an entry further on, else with nil, and then the
-// tombstones just before it too; it returns the slots it made nil. A search passes slot i only if slot i+1 is
-// not nil: every slot between an entry's home and the entry was taken when the
-// entry was inserted, and a slot once taken becomes nil again only here, when
-// no search needs it. So a key made active and inactive over and over leaves
-// no tombstones behind. The shard's mutex must be held.
+// tombstones just before it too; it returns the slots it made nil. A search
+// passes slot i only if slot i+1 is not nil: every slot between an entry's
+// home and the entry was taken when the entry was inserted, and a slot once
+// taken becomes nil again only here, when no search needs it. So a key made
+// active and inactive over and over leaves no tombstones behind. The shard's
+// mutex must be held.
 func (t *table) clear(i int) (freed int) {
 	n := len(t.slots)
 	if t.slots[(i+1)%n].e.Load() != nil {

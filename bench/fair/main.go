@@ -194,7 +194,7 @@ type backend struct {
 	inService  atomic.Int64
 	max        atomic.Int64
 	violations atomic.Int64
-	released   atomic.Int64   // units given back to the limiter, counted before each release
+	released   atomic.Int64   // return: units given back to the limiter, counted before each release
 	perTenant  []atomic.Int64 // units in service, per tenant
 }
 
@@ -320,7 +320,6 @@ func measure(sc scenario, l namedLimiter, tenants []tenant, seed uint64) outcome
 						mu.Unlock()
 						releaseMu.Unlock()
 					} else {
-						b.released.Add(n)
 						release()
 					}
 				})
