@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/fairsem/semaphore"
@@ -33,7 +34,9 @@ type callWatch struct {
 func (w *callWatch) do(name string, bound time.Duration, f func()) {
 	w.calls.Add(1)
 	start := time.Now()
+	reported := make(chan struct{}) // closed once the overrun is on record
 	timer := time.AfterFunc(bound, func() {
+		defer close(reported)
 		buf := make([]byte, 8<<20)
 		buf = buf[:runtime.Stack(buf, true)]
 		w.mu.Lock()
@@ -46,6 +49,7 @@ func (w *callWatch) do(name string, bound time.Duration, f func()) {
 	})
 	f()
 	if !timer.Stop() {
+		<-reported // the report made while it ran comes first
 		w.mu.Lock()
 		w.overruns = append(w.overruns, fmt.Sprintf("%s ended after %v, past its bound of %v", name, time.Since(start).Round(time.Millisecond), bound))
 		w.mu.Unlock()
@@ -311,10 +315,12 @@ func ignoreRPC(err error) error {
 }
 
 func TestCallWatch_ReportsACallPastItsBound(t *testing.T) {
-	w := &callWatch{logf: func(string, ...any) {}}
-	w.do("quick", time.Second, func() {})
-	w.do("slow", 10*time.Millisecond, func() { time.Sleep(50 * time.Millisecond) })
-	require.Len(t, w.overruns, 2, "the slow call, reported while it ran and when it ended")
-	assert.Contains(t, w.overruns[0], "slow still running after 10ms")
-	assert.Contains(t, w.overruns[1], "slow ended after")
+	synctest.Test(t, func(t *testing.T) {
+		w := &callWatch{logf: func(string, ...any) {}}
+		w.do("quick", time.Second, func() {})
+		w.do("slow", 10*time.Millisecond, func() { time.Sleep(50 * time.Millisecond) })
+		require.Len(t, w.overruns, 2, "the slow call, reported while it ran and when it ended")
+		assert.Contains(t, w.overruns[0], "slow still running after 10ms")
+		assert.Contains(t, w.overruns[1], "slow ended after 50ms")
+	})
 }
