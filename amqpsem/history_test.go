@@ -33,7 +33,8 @@ import (
 // reports created, then deleted, while its client gets RESOURCE_LOCKED; and,
 // against the clients' log, that each
 // client's use of a slot lies inside one lifetime of its B queue (created at
-// or before the grant, deleted at or after the use ended), that no two clients'
+// or before the grant, within the event's lag, and after the previous lifetime
+// ended; deleted at or after the use ended), that no two clients'
 // uses of a slot overlap, and that the clients never used more slots at once
 // than the bound.
 type recorder struct {
@@ -54,6 +55,10 @@ type brokerEvent struct {
 	flush   bool
 	seq     int // arrival order
 }
+
+// eventLag bounds how long after a queue's creation the broker stamps its
+// queue.created event (see check).
+const eventLag = 20 * time.Millisecond
 
 // record starts a recorder of name's queues on url.
 func record(t testing.TB, url, name string) *recorder {
@@ -234,12 +239,18 @@ func check(t testing.TB, r *recorder, l *grantLog, bound int) int {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	// Each client use lies inside one lifetime of its slot's B queue.
+	// Each client use lies inside one lifetime of its slot's B queue, and after
+	// the lifetime before it. The broker's timestamps are those of its event
+	// manager, which stamps a queue.created event as it emits it: it may come
+	// a few milliseconds after the declare-ok the client acted on (2 ms seen on
+	// a loaded machine). So a use may start up to eventLag before its
+	// lifetime's creation, never before the previous lifetime's end.
 	for _, u := range l.uses {
 		from, to := u.from.UnixMilli(), u.to.UnixMilli()
 		found := false
-		for _, lf := range lives[u.slot] {
-			if lf.from <= from && (lf.to < 0 || u.to.IsZero() || to <= lf.to) && (lf.to < 0 || from <= lf.to) {
+		for i, lf := range lives[u.slot] {
+			after := i == 0 || lives[u.slot][i-1].to <= from
+			if after && lf.from-eventLag.Milliseconds() <= from && (lf.to < 0 || u.to.IsZero() || to <= lf.to) && (lf.to < 0 || from <= lf.to) {
 				found = true
 				break
 			}
